@@ -1,0 +1,1 @@
+$(eval $(call static_lib,fuse,$(wildcard fuse/*.cc)))

@@ -1,0 +1,73 @@
+// Options for opening a MatrixKV database, and per-call read/write options.
+//
+// Thread-safety: plain structs; copied by DB::Open.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace mxfs {
+
+class FileSystem;
+class Snapshot;
+
+struct Options {
+  // Open: create the directory and an empty database if there is none.
+  bool create_if_missing = true;
+  // Open: fail if a database already exists at the path.
+  bool error_if_exists = false;
+
+  // DRAM memtable size before it is flushed.
+  size_t write_buffer_size = 64ull << 20;
+  // Memtables (active + immutable) before writers wait for a flush.
+  int max_write_buffer_number = 2;
+
+  // Leveled tree: target size of the first SSD level and the growth factor.
+  // With a matrix container, L1's target is the container's size instead.
+  uint64_t max_bytes_for_level_base = 256ull << 20;
+  double max_bytes_for_level_multiplier = 10.0;
+  uint64_t target_file_size_base = 64ull << 20;
+  int num_levels = 7;
+  // L0 (SSTables on SSD, used when no NVM pool is configured).
+  int level0_file_num_compaction_trigger = 4;
+  int level0_slowdown_writes_trigger = 20;
+  int level0_stop_writes_trigger = 36;
+  int max_background_compactions = 1;
+
+  // SSTables.
+  int bloom_bits_per_key = 10;
+  size_t block_size = 4096;
+  size_t block_cache_size = 64ull << 20;
+  bool use_direct_io = false;  // O_DIRECT for table reads, flush and compaction
+  bool use_io_uring = true;    // false forces the pread/pwrite fallback
+
+  // Persistent memory. Empty nvm_path: L0 is SSTables on SSD and the WAL is a
+  // file in the database directory. Otherwise the WAL and the matrix
+  // container (L0) live in this pool (a devdax device, a file on a DAX
+  // filesystem, or a file on /dev/shm), created with nvm_size if missing.
+  std::string nvm_path;
+  uint64_t nvm_size = 0;
+  double container_share = 0.6;  // receiver's share before it becomes the compactor
+  int column_compaction_threads = 1;
+  bool use_cross_row_hints = true;  // off only to measure what they buy
+  bool use_row_blooms = true;       // likewise
+
+  // The file layer; nullptr means DefaultFileSystem(). Tests pass a
+  // FaultInjectionFileSystem here.
+  FileSystem* fs = nullptr;
+};
+
+struct ReadOptions {
+  const Snapshot* snapshot = nullptr;  // nullptr: latest
+  bool verify_checksums = true;
+  bool fill_cache = true;
+};
+
+struct WriteOptions {
+  // With an SSD WAL: fdatasync the log before the write returns (one sync per
+  // group commit). With a PM WAL every write is persisted regardless.
+  bool sync = false;
+};
+
+}  // namespace mxfs

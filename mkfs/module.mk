@@ -1,0 +1,1 @@
+# mkfs.matrixfs and fsck.matrixfs (issue 5).

@@ -1,0 +1,1 @@
+$(eval $(call static_lib,nvm,$(wildcard nvm/*.cc)))

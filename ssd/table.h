@@ -1,0 +1,97 @@
+// SSTable builder and reader. The on-disk format (data blocks with
+// prefix-compressed keys and restart points, a bloom filter block, an index
+// block, a footer with magic and format version, an xxHash checksum per
+// block) is specified in man/matrixfs.5 and in table_format.h.
+//
+// Keys are opaque to the table: the comparator orders them and
+// filter_key(key) is what the bloom filter hashes (kvcore passes a function
+// that strips the internal-key trailer so the filter is on user keys).
+//
+// Thread-safety: a TableBuilder is used by one thread. A Table is immutable
+// after Open and may be read from many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/comparator.h"
+#include "base/iterator.h"
+#include "base/slice.h"
+#include "base/status.h"
+#include "ssd/file_system.h"
+
+namespace mxfs {
+
+class BlockCache;
+
+struct TableOptions {
+  const Comparator* comparator = BytewiseComparator();
+  size_t block_size = 4096;
+  int block_restart_interval = 16;
+  int bloom_bits_per_key = 10;  // 0: no filter block
+  // What the bloom filter hashes for a key; nullptr means the whole key.
+  std::function<Slice(const Slice&)> filter_key;
+  BlockCache* block_cache = nullptr;  // may be nullptr: no caching
+  bool verify_checksums = true;
+};
+
+class TableBuilder {
+ public:
+  // Writes into file, which the caller owns and syncs/closes after Finish.
+  TableBuilder(const TableOptions& options, WritableFile* file);
+  ~TableBuilder();
+  TableBuilder(const TableBuilder&) = delete;
+  TableBuilder& operator=(const TableBuilder&) = delete;
+
+  // Keys must be strictly increasing in the comparator's order.
+  void Add(const Slice& key, const Slice& value);
+  // Writes the filter, index and footer. No Add after this.
+  Status Finish();
+  // Stops without writing the rest; the caller deletes the file.
+  void Abandon();
+  Status status() const;
+  uint64_t NumEntries() const;
+  // Bytes written so far (the final file size after Finish).
+  uint64_t FileSize() const;
+
+ private:
+  struct Rep;
+  std::unique_ptr<Rep> rep_;
+};
+
+class Table {
+ public:
+  // Reads and checks the footer, index and filter. cache_id keys this table's
+  // blocks in the block cache (kvcore uses the file number). Corruption names
+  // the file and the offset.
+  static Result<std::unique_ptr<Table>> Open(const TableOptions& options, std::unique_ptr<RandomAccessFile> file,
+                                             uint64_t file_size, uint64_t cache_id);
+  ~Table();
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+
+  std::unique_ptr<Iterator> NewIterator(bool fill_cache = true) const;
+
+  // Point lookup: if the bloom filter rules out filter_key(target), returns
+  // NotFound without reading a data block. Otherwise finds the first entry
+  // with key >= target in the one block that can hold it, calls
+  // found(key, value) for it and returns OK; NotFound if there is none.
+  Status Get(const Slice& target, const std::function<void(const Slice& key, const Slice& value)>& found,
+             bool fill_cache = true) const;
+
+  // True if the filter may contain filter_key(key) (always true without a filter).
+  bool KeyMayMatch(const Slice& key) const;
+  // Approximate file offset where key's data would be.
+  uint64_t ApproximateOffsetOf(const Slice& key) const;
+  // Reads every block, checking checksums and key order (for fsck).
+  Status VerifyAll() const;
+
+ private:
+  struct Rep;
+  explicit Table(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace mxfs

@@ -1,0 +1,99 @@
+#include <catch2/catch.hpp>
+
+#include "base/coding.h"
+#include "base/comparator.h"
+#include "base/hash.h"
+#include "base/random.h"
+#include "base/status.h"
+
+using namespace mxfs;
+
+TEST_CASE("Coding: varint64 round-trips every bit width") {
+  std::string buf;
+  std::vector<uint64_t> values;
+  for (int shift = 0; shift < 64; shift++) {
+    uint64_t v = 1ull << shift;
+    values.push_back(v - 1);
+    values.push_back(v);
+    values.push_back(v + 1);
+  }
+  for (uint64_t v : values) PutVarint64(&buf, v);
+  Slice in(buf);
+  for (uint64_t v : values) {
+    uint64_t got = 0;
+    REQUIRE(GetVarint64(&in, &got));
+    CHECK(got == v);
+  }
+  CHECK(in.empty());
+}
+
+TEST_CASE("Coding: truncated varint is rejected, not read past the end") {
+  std::string buf;
+  PutVarint32(&buf, 0xffffffffu);
+  for (size_t n = 0; n < buf.size(); n++) {
+    Slice in(buf.data(), n);
+    uint32_t v;
+    CHECK_FALSE(GetVarint32(&in, &v));
+  }
+}
+
+TEST_CASE("Coding: varint32 overflow is rejected") {
+  const char bad[] = {'\xff', '\xff', '\xff', '\xff', '\x7f'};
+  Slice in(bad, sizeof(bad));
+  uint32_t v;
+  CHECK_FALSE(GetVarint32(&in, &v));
+}
+
+TEST_CASE("Coding: big-endian keys sort numerically") {
+  Random rnd(42);
+  for (int i = 0; i < 1000; i++) {
+    uint64_t a = rnd.Next(), b = rnd.Next();
+    std::string ka, kb;
+    PutBigEndian64(&ka, a);
+    PutBigEndian64(&kb, b);
+    CHECK((Slice(ka).compare(Slice(kb)) < 0) == (a < b));
+    Slice s(ka);
+    uint64_t back;
+    REQUIRE(GetBigEndian64(&s, &back));
+    CHECK(back == a);
+  }
+}
+
+TEST_CASE("Coding: length-prefixed slice with short body fails") {
+  std::string buf;
+  PutLengthPrefixedSlice(&buf, Slice("hello"));
+  Slice in(buf.data(), buf.size() - 1);
+  Slice out;
+  CHECK_FALSE(GetLengthPrefixedSlice(&in, &out));
+}
+
+TEST_CASE("Checksum32: detects a single flipped bit") {
+  std::string data(4096, 'x');
+  uint32_t c = Checksum32(Slice(data));
+  data[1234] ^= 0x10;
+  CHECK(Checksum32(Slice(data)) != c);
+  CHECK(Checksum32("ab", 2, "cd", 2) == Checksum32("abcd", 4));
+}
+
+TEST_CASE("Status: FromErrno keeps errno and maps the code") {
+  Status s = Status::FromErrno("open /x", ENOSPC);
+  CHECK(s.IsNoSpace());
+  CHECK(s.err() == ENOSPC);
+  CHECK(s.ToString().find("open /x") != std::string::npos);
+  Status t = s.WithContext("flush");
+  CHECK(t.IsNoSpace());
+  CHECK(t.ToString().find("flush: open /x") != std::string::npos);
+  CHECK(Status::OK().ok());
+  CHECK(Status::FromErrno("x", ENOENT).IsNotFound());
+}
+
+TEST_CASE("BytewiseComparator: separator and successor stay in range") {
+  const Comparator* c = BytewiseComparator();
+  std::string start = "abcdef";
+  c->FindShortestSeparator(&start, Slice("abzz"));
+  CHECK(c->Compare(Slice(start), Slice("abcdef")) >= 0);
+  CHECK(c->Compare(Slice(start), Slice("abzz")) < 0);
+  std::string k = "\xff\xff" "a";
+  c->FindShortSuccessor(&k);
+  CHECK(c->Compare(Slice(k), Slice("\xff\xff" "a")) >= 0);
+}

@@ -1,0 +1,1 @@
+# kvbench and the other tools.
