@@ -1,1 +1,2 @@
 # kvbench and the other tools.
+$(eval $(call program,fsbench,tools/fsbench.cc,))
