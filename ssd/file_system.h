@@ -96,6 +96,18 @@ class FileLock {
   virtual ~FileLock() = default;
 };
 
+// Counters of one FileSystem instance, cumulative since it was created
+// (kvcore reports ssd bytes written for write amplification).
+struct FileSystemStats {
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  uint64_t read_ops = 0;    // completed read calls (a MultiRead counts each request)
+  uint64_t write_ops = 0;   // write system calls / io_uring writes
+  uint64_t sync_ops = 0;    // fsync/fdatasync of files and directories
+  uint64_t uring_ops = 0;   // operations that went through io_uring
+  uint64_t fallback_ops = 0;  // operations that went through plain syscalls
+};
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -126,10 +138,23 @@ class FileSystem {
   virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
   // Free and total bytes of the filesystem holding path (statvfs).
   virtual Status GetFreeSpace(const std::string& path, uint64_t* free_bytes, uint64_t* total_bytes);
+  // This instance's I/O counters (zeros for a FileSystem that keeps none).
+  virtual FileSystemStats GetStats() const;
 };
 
 // The process-wide default: io_uring with the plain-syscall fallback.
 FileSystem* DefaultFileSystem();
+// A fresh instance of the default implementation with its own counters
+// (tests and tools that want per-instance byte counts).
+std::unique_ptr<FileSystem> NewDefaultFileSystem();
+
+// Forces the pread/pwrite fallback for every file opened afterwards in this
+// process (tests run the same file tests on both backends). The environment
+// variable MXFS_NO_IO_URING=1 has the same effect from process start.
+void SetIoUringDisabledForTesting(bool disabled);
+// True when files opened now (with use_io_uring) would use io_uring: not
+// disabled, and a ring can be set up on the calling thread.
+bool IoUringAvailable();
 
 // Writes data to path through a temporary file, syncs it, renames it over
 // path and syncs the directory: the file is either the old or the new one.

@@ -1,0 +1,391 @@
+// DefaultFileSystem: files on a local filesystem, I/O through the calling
+// thread's io_uring (io_ring.h) or, when that is unavailable or disabled,
+// through pread/pwrite (posix_io.h). See file_system.h for the contract.
+//
+// Every errno is turned into a Status in FileIo (one place for both
+// backends), with the operation, the path and the offset in the message.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/unique_fd.h"
+#include "ssd/file_system.h"
+#include "ssd/posix_io.h"
+
+namespace mxfs {
+
+namespace {
+
+std::atomic<int> g_uring_disabled{-1};  // -1: not yet read from the environment
+
+bool UringDisabled() {
+  int v = g_uring_disabled.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* env = std::getenv("MXFS_NO_IO_URING");
+    v = (env != nullptr && env[0] != '\0' && std::strcmp(env, "0") != 0) ? 1 : 0;
+    int expected = -1;
+    g_uring_disabled.compare_exchange_strong(expected, v);
+    v = g_uring_disabled.load(std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+struct Counters {
+  std::atomic<uint64_t> bytes_read{0};
+  std::atomic<uint64_t> bytes_written{0};
+  std::atomic<uint64_t> read_ops{0};
+  std::atomic<uint64_t> write_ops{0};
+  std::atomic<uint64_t> sync_ops{0};
+  std::atomic<uint64_t> uring_ops{0};
+  std::atomic<uint64_t> fallback_ops{0};
+};
+
+std::string At(const char* op, const std::string& path, uint64_t off) {
+  return std::string(op) + " " + path + " at offset " + std::to_string(off);
+}
+
+// Per-file I/O dispatch and error mapping.
+// Thread-safety: const methods are safe from any thread.
+class FileIo {
+ public:
+  FileIo(std::shared_ptr<Counters> counters, std::string path, bool use_uring)
+      : counters_(std::move(counters)), path_(std::move(path)), use_uring_(use_uring && !UringDisabled()) {}
+
+  const std::string& path() const { return path_; }
+
+  Status ReadAt(int fd, char* buf, size_t n, uint64_t off, size_t* done) const {
+    int err = PosixReadAt(fd, buf, n, off, done);
+    counters_->fallback_ops.fetch_add(1, std::memory_order_relaxed);
+    counters_->read_ops.fetch_add(1, std::memory_order_relaxed);
+    counters_->bytes_read.fetch_add(*done, std::memory_order_relaxed);
+    if (err != 0) return Status::FromErrno(At("read", path_, off + *done), err);
+    return Status::OK();
+  }
+
+  Status WriteAt(int fd, const char* buf, size_t n, uint64_t off) const {
+    int err = PosixWriteAt(fd, buf, n, off);
+    counters_->fallback_ops.fetch_add(1, std::memory_order_relaxed);
+    counters_->write_ops.fetch_add(1, std::memory_order_relaxed);
+    if (err != 0) return Status::FromErrno(At("write", path_, off), err);
+    counters_->bytes_written.fetch_add(n, std::memory_order_relaxed);
+    return Status::OK();
+  }
+
+  Status Sync(int fd) const {
+    int err = PosixSync(fd, /*datasync=*/true);
+    counters_->fallback_ops.fetch_add(1, std::memory_order_relaxed);
+    counters_->sync_ops.fetch_add(1, std::memory_order_relaxed);
+    if (err != 0) return Status::FromErrno("fdatasync " + path_, err);
+    return Status::OK();
+  }
+
+  Status MultiRead(int fd, ReadRequest* reqs, size_t n) const {
+    Status first;
+    for (size_t i = 0; i < n; i++) {
+      size_t done = 0;
+      reqs[i].status = ReadAt(fd, reqs[i].scratch, reqs[i].len, reqs[i].offset, &done);
+      reqs[i].result = Slice(reqs[i].scratch, reqs[i].status.ok() ? done : 0);
+      if (!reqs[i].status.ok() && first.ok()) first = reqs[i].status;
+    }
+    return first;
+  }
+
+ private:
+  std::shared_ptr<Counters> counters_;
+  std::string path_;
+  bool use_uring_;
+};
+
+Result<uint64_t> FdSize(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Err(Status::FromErrno("fstat " + path, errno));
+  return static_cast<uint64_t>(st.st_size);
+}
+
+class DefaultSequentialFile final : public SequentialFile {
+ public:
+  DefaultSequentialFile(UniqueFd fd, FileIo io) : fd_(std::move(fd)), io_(std::move(io)) {}
+  Status Read(size_t n, Slice* result, char* scratch) override {
+    size_t done = 0;
+    Status s = io_.ReadAt(fd_.get(), scratch, n, pos_, &done);
+    if (!s.ok()) {
+      *result = Slice();
+      return s;
+    }
+    pos_ += done;
+    *result = Slice(scratch, done);
+    return Status::OK();
+  }
+  Status Skip(uint64_t n) override {
+    pos_ += n;
+    return Status::OK();
+  }
+  const std::string& path() const override { return io_.path(); }
+
+ private:
+  UniqueFd fd_;
+  FileIo io_;
+  uint64_t pos_ = 0;
+};
+
+class DefaultRandomAccessFile final : public RandomAccessFile {
+ public:
+  DefaultRandomAccessFile(UniqueFd fd, FileIo io) : fd_(std::move(fd)), io_(std::move(io)) {}
+  Status Read(uint64_t offset, size_t n, Slice* result, char* scratch) const override {
+    size_t done = 0;
+    Status s = io_.ReadAt(fd_.get(), scratch, n, offset, &done);
+    *result = s.ok() ? Slice(scratch, done) : Slice();
+    return s;
+  }
+  Status MultiRead(ReadRequest* reqs, size_t n) const override { return io_.MultiRead(fd_.get(), reqs, n); }
+  Result<uint64_t> Size() const override { return FdSize(fd_.get(), io_.path()); }
+  const std::string& path() const override { return io_.path(); }
+
+ private:
+  UniqueFd fd_;
+  FileIo io_;
+};
+
+class DefaultWritableFile final : public WritableFile {
+ public:
+  static constexpr size_t kBufferSize = 64 * 1024;
+
+  DefaultWritableFile(UniqueFd fd, FileIo io, uint64_t initial_size)
+      : fd_(std::move(fd)), io_(std::move(io)), flushed_(initial_size) {
+    buf_.reserve(kBufferSize);
+  }
+  ~DefaultWritableFile() override {
+    if (fd_.valid()) Close().IgnoreError();  // like fclose: unflushed data is best effort
+  }
+
+  Status Append(const Slice& data) override {
+    if (!fd_.valid()) return Status::InvalidArgument("append to closed file " + io_.path());
+    if (buf_.size() + data.size() <= kBufferSize) {
+      buf_.append(data.data(), data.size());
+      return Status::OK();
+    }
+    MXFS_RETURN_IF_ERROR(Flush());
+    if (data.size() < kBufferSize) {
+      buf_.append(data.data(), data.size());
+      return Status::OK();
+    }
+    MXFS_RETURN_IF_ERROR(io_.WriteAt(fd_.get(), data.data(), data.size(), flushed_));
+    flushed_ += data.size();
+    return Status::OK();
+  }
+  Status Flush() override {
+    if (buf_.empty()) return Status::OK();
+    if (!fd_.valid()) return Status::InvalidArgument("flush of closed file " + io_.path());
+    MXFS_RETURN_IF_ERROR(io_.WriteAt(fd_.get(), buf_.data(), buf_.size(), flushed_));
+    flushed_ += buf_.size();
+    buf_.clear();
+    return Status::OK();
+  }
+  Status Sync() override {
+    MXFS_RETURN_IF_ERROR(Flush());
+    if (!fd_.valid()) return Status::InvalidArgument("sync of closed file " + io_.path());
+    return io_.Sync(fd_.get());
+  }
+  Status Close() override {
+    if (!fd_.valid()) return Status::OK();
+    Status s = Flush();
+    int fd = fd_.release();
+    if (::close(fd) != 0 && s.ok()) s = Status::FromErrno("close " + io_.path(), errno);
+    return s;
+  }
+  uint64_t Size() const override { return flushed_ + buf_.size(); }
+  const std::string& path() const override { return io_.path(); }
+
+ private:
+  UniqueFd fd_;
+  FileIo io_;
+  std::string buf_;
+  uint64_t flushed_;  // bytes handed to the kernel (the file offset of buf_[0])
+};
+
+class DefaultRandomRWFile final : public RandomRWFile {
+ public:
+  DefaultRandomRWFile(UniqueFd fd, FileIo io) : fd_(std::move(fd)), io_(std::move(io)) {}
+  Status Write(uint64_t offset, const Slice& data) override {
+    return io_.WriteAt(fd_.get(), data.data(), data.size(), offset);
+  }
+  Status Read(uint64_t offset, size_t n, Slice* result, char* scratch) const override {
+    size_t done = 0;
+    Status s = io_.ReadAt(fd_.get(), scratch, n, offset, &done);
+    *result = s.ok() ? Slice(scratch, done) : Slice();
+    return s;
+  }
+  Status Sync() override { return io_.Sync(fd_.get()); }
+  Status Truncate(uint64_t size) override {
+    if (::ftruncate(fd_.get(), static_cast<off_t>(size)) != 0)
+      return Status::FromErrno("ftruncate " + io_.path() + " to " + std::to_string(size), errno);
+    return Status::OK();
+  }
+  Status Allocate(int mode, uint64_t offset, uint64_t len) override {
+    if (::fallocate(fd_.get(), mode, static_cast<off_t>(offset), static_cast<off_t>(len)) != 0)
+      return Status::FromErrno(At("fallocate", io_.path(), offset) + " length " + std::to_string(len), errno);
+    return Status::OK();
+  }
+  Result<uint64_t> Size() const override { return FdSize(fd_.get(), io_.path()); }
+  int fd() const override { return fd_.get(); }
+  const std::string& path() const override { return io_.path(); }
+
+ private:
+  UniqueFd fd_;
+  FileIo io_;
+};
+
+class DefaultFileLock final : public FileLock {
+ public:
+  explicit DefaultFileLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  ~DefaultFileLock() override { ::flock(fd_.get(), LOCK_UN); }
+
+ private:
+  UniqueFd fd_;
+};
+
+Result<UniqueFd> OpenFd(const std::string& path, int flags, mode_t mode, const char* what) {
+  for (;;) {
+    int fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+    if (fd >= 0) return UniqueFd(fd);
+    if (errno == EINTR) continue;
+    return Err(Status::FromErrno(std::string(what) + " " + path, errno));
+  }
+}
+
+class DefaultFileSystemImpl final : public FileSystem {
+ public:
+  DefaultFileSystemImpl() : counters_(std::make_shared<Counters>()) {}
+
+  Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) override {
+    auto fd = OpenFd(path, O_RDONLY, 0, "open");
+    if (!fd) return Err(fd.error());
+    return std::make_unique<DefaultSequentialFile>(std::move(*fd), Io(path, true));
+  }
+  Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path,
+                                                                const FileOptions& opts) override {
+    auto fd = OpenFd(path, O_RDONLY, 0, "open");
+    if (!fd) return Err(fd.error());
+    return std::make_unique<DefaultRandomAccessFile>(std::move(*fd), Io(path, opts.use_io_uring));
+  }
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path, const FileOptions& opts) override {
+    auto fd = OpenFd(path, O_WRONLY | O_CREAT | O_TRUNC, 0644, "create");
+    if (!fd) return Err(fd.error());
+    return std::make_unique<DefaultWritableFile>(std::move(*fd), Io(path, opts.use_io_uring), 0);
+  }
+  Result<std::unique_ptr<WritableFile>> NewAppendableFile(const std::string& path) override {
+    auto fd = OpenFd(path, O_WRONLY | O_CREAT, 0644, "open for append");
+    if (!fd) return Err(fd.error());
+    auto size = FdSize(fd->get(), path);
+    if (!size) return Err(size.error());
+    return std::make_unique<DefaultWritableFile>(std::move(*fd), Io(path, true), *size);
+  }
+  Result<std::unique_ptr<RandomRWFile>> NewRandomRWFile(const std::string& path, bool create,
+                                                        const FileOptions& opts) override {
+    auto fd = OpenFd(path, O_RDWR | (create ? O_CREAT : 0), 0600, create ? "create" : "open");
+    if (!fd) return Err(fd.error());
+    return std::make_unique<DefaultRandomRWFile>(std::move(*fd), Io(path, opts.use_io_uring));
+  }
+
+  bool FileExists(const std::string& path) override { return ::access(path.c_str(), F_OK) == 0; }
+
+  Result<std::vector<std::string>> GetChildren(const std::string& dir) override {
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return Err(Status::FromErrno("opendir " + dir, errno));
+    std::unique_ptr<DIR, int (*)(DIR*)> owner(d, ::closedir);
+    std::vector<std::string> out;
+    for (;;) {
+      errno = 0;
+      struct dirent* e = ::readdir(d);
+      if (e == nullptr) {
+        if (errno != 0) return Err(Status::FromErrno("readdir " + dir, errno));
+        break;
+      }
+      if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+      out.emplace_back(e->d_name);
+    }
+    return out;
+  }
+  Status RemoveFile(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0) return Status::FromErrno("unlink " + path, errno);
+    return Status::OK();
+  }
+  Status RenameFile(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) return Status::FromErrno("rename " + from + " to " + to, errno);
+    return Status::OK();
+  }
+  Status CreateDir(const std::string& path) override {
+    if (::mkdir(path.c_str(), 0755) == 0) return Status::OK();
+    int err = errno;
+    struct stat st;
+    if (err == EEXIST && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::OK();
+    return Status::FromErrno("mkdir " + path, err);
+  }
+  Status SyncDir(const std::string& path) override {
+    auto fd = OpenFd(path, O_RDONLY | O_DIRECTORY, 0, "open directory");
+    if (!fd) return fd.error();
+    int err = PosixSync(fd->get(), /*datasync=*/false);
+    counters_->sync_ops.fetch_add(1, std::memory_order_relaxed);
+    if (err != 0) return Status::FromErrno("fsync directory " + path, err);
+    return Status::OK();
+  }
+  Result<uint64_t> GetFileSize(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return Err(Status::FromErrno("stat " + path, errno));
+    return static_cast<uint64_t>(st.st_size);
+  }
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    auto fd = OpenFd(path, O_RDWR | O_CREAT, 0644, "open lock file");
+    if (!fd) return Err(fd.error());
+    for (;;) {
+      if (::flock(fd->get(), LOCK_EX | LOCK_NB) == 0) break;
+      int err = errno;
+      if (err == EINTR) continue;
+      if (err == EWOULDBLOCK) return Err(Status::Busy("lock " + path + ": held by another process or open file"));
+      return Err(Status::FromErrno("flock " + path, err));
+    }
+    return std::make_unique<DefaultFileLock>(std::move(*fd));
+  }
+
+  FileSystemStats GetStats() const override {
+    FileSystemStats s;
+    s.bytes_read = counters_->bytes_read.load(std::memory_order_relaxed);
+    s.bytes_written = counters_->bytes_written.load(std::memory_order_relaxed);
+    s.read_ops = counters_->read_ops.load(std::memory_order_relaxed);
+    s.write_ops = counters_->write_ops.load(std::memory_order_relaxed);
+    s.sync_ops = counters_->sync_ops.load(std::memory_order_relaxed);
+    s.uring_ops = counters_->uring_ops.load(std::memory_order_relaxed);
+    s.fallback_ops = counters_->fallback_ops.load(std::memory_order_relaxed);
+    return s;
+  }
+
+ private:
+  FileIo Io(const std::string& path, bool use_uring) const { return FileIo(counters_, path, use_uring); }
+
+  std::shared_ptr<Counters> counters_;
+};
+
+}  // namespace
+
+FileSystem* DefaultFileSystem() {
+  static DefaultFileSystemImpl* fs = [] {
+    static DefaultFileSystemImpl instance;
+    return &instance;
+  }();
+  return fs;
+}
+
+std::unique_ptr<FileSystem> NewDefaultFileSystem() { return std::make_unique<DefaultFileSystemImpl>(); }
+
+void SetIoUringDisabledForTesting(bool disabled) { g_uring_disabled.store(disabled ? 1 : 0); }
+
+bool IoUringAvailable() { return false; }
+
+}  // namespace mxfs

@@ -1,0 +1,48 @@
+#include "ssd/posix_io.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace mxfs {
+
+int PosixReadAt(int fd, char* buf, size_t n, uint64_t off, size_t* done) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(fd, buf + got, n - got, static_cast<off_t>(off + got));
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      *done = got;
+      return errno;
+    }
+    if (r == 0) break;  // end of file
+    got += static_cast<size_t>(r);
+  }
+  *done = got;
+  return 0;
+}
+
+int PosixWriteAt(int fd, const char* buf, size_t n, uint64_t off) {
+  size_t put = 0;
+  int zero_writes = 0;
+  while (put < n) {
+    ssize_t r = ::pwrite(fd, buf + put, n - put, static_cast<off_t>(off + put));
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return errno;
+    }
+    if (r == 0 && ++zero_writes > 16) return EIO;  // a device that accepts nothing
+    put += static_cast<size_t>(r);
+  }
+  return 0;
+}
+
+int PosixSync(int fd, bool datasync) {
+  for (;;) {
+    int r = datasync ? ::fdatasync(fd) : ::fsync(fd);
+    if (r == 0) return 0;
+    if (errno != EINTR) return errno;
+  }
+}
+
+}  // namespace mxfs

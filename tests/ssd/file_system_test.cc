@@ -1,0 +1,291 @@
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "base/random.h"
+#include "ssd/file_system.h"
+#include "tests/ssd/scratch_dir.h"
+
+using namespace mxfs;
+
+namespace {
+
+// Runs a test body on one backend; restores io_uring for the next test.
+struct Backend {
+  explicit Backend(bool fallback) : fallback(fallback) { SetIoUringDisabledForTesting(fallback); }
+  ~Backend() { SetIoUringDisabledForTesting(false); }
+  const char* name() const { return fallback ? "pread/pwrite" : "io_uring"; }
+  bool fallback;
+};
+
+std::string RandomBytes(Random* rnd, size_t n) {
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rnd->Next());
+  return s;
+}
+
+std::string ReadAll(FileSystem* fs, const std::string& path) {
+  auto r = ReadFileToString(fs, path);
+  REQUIRE(r.has_value());
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("FileSystem: appended data reads back after sync and close, on both backends") {
+  Backend backend(GENERATE(false, true));
+  INFO("backend " << backend.name());
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  Random rnd(1);
+  const std::string path = dir.File("data");
+  std::string expect;
+  {
+    auto f = fs->NewWritableFile(path);
+    REQUIRE(f.has_value());
+    // Small appends that stay in the buffer, one that crosses it, one larger than it.
+    for (size_t n : {1u, 100u, 4095u, 70000u, 3u, 200000u, 17u}) {
+      std::string chunk = RandomBytes(&rnd, n);
+      REQUIRE((*f)->Append(chunk).ok());
+      expect += chunk;
+      CHECK((*f)->Size() == expect.size());
+    }
+    REQUIRE((*f)->Sync().ok());
+    REQUIRE((*f)->Close().ok());
+  }
+  CHECK(ReadAll(fs.get(), path) == expect);
+  auto size = fs->GetFileSize(path);
+  REQUIRE(size.has_value());
+  CHECK(*size == expect.size());
+
+  // Appendable file continues at the end and reports the full size.
+  {
+    auto f = fs->NewAppendableFile(path);
+    REQUIRE(f.has_value());
+    CHECK((*f)->Size() == expect.size());
+    REQUIRE((*f)->Append("tail").ok());
+    REQUIRE((*f)->Close().ok());
+  }
+  expect += "tail";
+  CHECK(ReadAll(fs.get(), path) == expect);
+
+  FileSystemStats st = fs->GetStats();
+  CHECK(st.bytes_written == expect.size());
+  CHECK(st.bytes_read >= expect.size());
+  CHECK(st.sync_ops >= 1);
+  if (backend.fallback) {
+    CHECK(st.uring_ops == 0);
+    CHECK(st.fallback_ops > 0);
+  } else if (IoUringAvailable()) {
+    CHECK(st.uring_ops > 0);
+  }
+}
+
+TEST_CASE("FileSystem: new files are 0644, random-rw files 0600, directories 0755") {
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  mode_t old = ::umask(022);
+  {
+    auto f = fs->NewWritableFile(dir.File("w"));
+    REQUIRE(f.has_value());
+    auto rw = fs->NewRandomRWFile(dir.File("rw"), true);
+    REQUIRE(rw.has_value());
+    REQUIRE(fs->CreateDir(dir.File("d")).ok());
+  }
+  ::umask(old);
+  struct stat st;
+  REQUIRE(::stat(dir.File("w").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0644);
+  REQUIRE(::stat(dir.File("rw").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  REQUIRE(::stat(dir.File("d").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0755);
+  CHECK(fs->CreateDir(dir.File("d")).ok());  // existing directory is fine
+}
+
+TEST_CASE("FileSystem: rename, children, remove and existence") {
+  Backend backend(GENERATE(false, true));
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  REQUIRE(WriteFileAtomic(fs.get(), dir.File("a"), "alpha").ok());
+  REQUIRE(WriteFileAtomic(fs.get(), dir.File("b"), "beta").ok());
+  REQUIRE(fs->RenameFile(dir.File("a"), dir.File("c")).ok());
+  CHECK_FALSE(fs->FileExists(dir.File("a")));
+  CHECK(fs->FileExists(dir.File("c")));
+  CHECK(ReadAll(fs.get(), dir.File("c")) == "alpha");
+  auto kids = fs->GetChildren(dir.path());
+  REQUIRE(kids.has_value());
+  std::sort(kids->begin(), kids->end());
+  CHECK(*kids == std::vector<std::string>{"b", "c"});  // no "." "..", no leftover .tmp
+  REQUIRE(fs->RemoveFile(dir.File("b")).ok());
+  CHECK_FALSE(fs->FileExists(dir.File("b")));
+  REQUIRE(fs->SyncDir(dir.path()).ok());
+  // Rename over an existing file replaces it.
+  REQUIRE(WriteFileAtomic(fs.get(), dir.File("c"), "gamma").ok());
+  CHECK(ReadAll(fs.get(), dir.File("c")) == "gamma");
+}
+
+TEST_CASE("FileSystem: missing files give NotFound naming the path") {
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  const std::string missing = dir.File("no-such-file");
+  auto seq = fs->NewSequentialFile(missing);
+  REQUIRE_FALSE(seq.has_value());
+  CHECK(seq.error().IsNotFound());
+  CHECK(seq.error().message().find(missing) != std::string_view::npos);
+  CHECK(seq.error().err() == ENOENT);
+  auto ra = fs->NewRandomAccessFile(missing);
+  REQUIRE_FALSE(ra.has_value());
+  CHECK(ra.error().IsNotFound());
+  auto rw = fs->NewRandomRWFile(missing, false);
+  REQUIRE_FALSE(rw.has_value());
+  CHECK(rw.error().IsNotFound());
+  Status s = fs->RemoveFile(missing);
+  CHECK(s.IsNotFound());
+  CHECK(s.message().find(missing) != std::string_view::npos);
+  auto size = fs->GetFileSize(missing);
+  REQUIRE_FALSE(size.has_value());
+  CHECK(size.error().IsNotFound());
+  auto kids = fs->GetChildren(dir.File("no-such-dir"));
+  REQUIRE_FALSE(kids.has_value());
+  CHECK(kids.error().IsNotFound());
+  CHECK(fs->RenameFile(missing, dir.File("x")).IsNotFound());
+}
+
+TEST_CASE("FileSystem: second lock on the same file is Busy and names it") {
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  const std::string path = dir.File("LOCK");
+  auto first = fs->LockFile(path);
+  REQUIRE(first.has_value());
+  auto second = fs->LockFile(path);
+  REQUIRE_FALSE(second.has_value());
+  CHECK(second.error().IsBusy());
+  CHECK(second.error().message().find(path) != std::string_view::npos);
+  first->reset();  // releasing lets the next owner in
+  auto third = fs->LockFile(path);
+  CHECK(third.has_value());
+}
+
+TEST_CASE("FileSystem: reads are short only at end of file") {
+  Backend backend(GENERATE(false, true));
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  Random rnd(2);
+  const std::string data = RandomBytes(&rnd, 10000);
+  REQUIRE(WriteFileAtomic(fs.get(), dir.File("f"), data).ok());
+  auto f = fs->NewRandomAccessFile(dir.File("f"));
+  REQUIRE(f.has_value());
+  std::string scratch(20000, '\0');
+  Slice got;
+  REQUIRE((*f)->Read(100, 5000, &got, scratch.data()).ok());
+  CHECK(got == Slice(data.data() + 100, 5000));
+  REQUIRE((*f)->Read(9000, 5000, &got, scratch.data()).ok());
+  CHECK(got == Slice(data.data() + 9000, 1000));
+  REQUIRE((*f)->Read(10000, 10, &got, scratch.data()).ok());
+  CHECK(got.empty());
+  REQUIRE((*f)->Read(50000, 10, &got, scratch.data()).ok());
+  CHECK(got.empty());
+  auto size = (*f)->Size();
+  REQUIRE(size.has_value());
+  CHECK(*size == data.size());
+
+  auto seq = fs->NewSequentialFile(dir.File("f"));
+  REQUIRE(seq.has_value());
+  REQUIRE((*seq)->Skip(9990).ok());
+  REQUIRE((*seq)->Read(100, &got, scratch.data()).ok());
+  CHECK(got == Slice(data.data() + 9990, 10));
+  REQUIRE((*seq)->Read(100, &got, scratch.data()).ok());
+  CHECK(got.empty());
+}
+
+TEST_CASE("FileSystem: MultiRead fills every request of a batch") {
+  Backend backend(GENERATE(false, true));
+  INFO("backend " << backend.name());
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  Random rnd(3);
+  const std::string data = RandomBytes(&rnd, 1 << 20);
+  REQUIRE(WriteFileAtomic(fs.get(), dir.File("f"), data).ok());
+  auto f = fs->NewRandomAccessFile(dir.File("f"));
+  REQUIRE(f.has_value());
+  // More requests than one submission queue holds, plus one past EOF and one straddling it.
+  constexpr size_t kN = 300;
+  std::vector<ReadRequest> reqs(kN);
+  std::vector<std::string> bufs(kN);
+  for (size_t i = 0; i < kN; i++) {
+    reqs[i].offset = rnd.Uniform(data.size());
+    reqs[i].len = 1 + rnd.Uniform(8192);
+    bufs[i].resize(reqs[i].len);
+    reqs[i].scratch = bufs[i].data();
+  }
+  reqs[kN - 2].offset = data.size() + 10;
+  reqs[kN - 1].offset = data.size() - 5;
+  reqs[kN - 1].len = 100;
+  REQUIRE((*f)->MultiRead(reqs.data(), kN).ok());
+  for (size_t i = 0; i < kN; i++) {
+    INFO("request " << i);
+    REQUIRE(reqs[i].status.ok());
+    size_t avail = reqs[i].offset >= data.size() ? 0 : data.size() - reqs[i].offset;
+    size_t want = std::min(avail, reqs[i].len);
+    CHECK(reqs[i].result == Slice(data.data() + std::min<size_t>(reqs[i].offset, data.size()), want));
+  }
+}
+
+TEST_CASE("FileSystem: random-rw file keeps holes, truncates and allocates") {
+  Backend backend(GENERATE(false, true));
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  auto f = fs->NewRandomRWFile(dir.File("obj"), true);
+  REQUIRE(f.has_value());
+  RandomRWFile& rw = **f;
+  REQUIRE(rw.Write(1 << 20, "far").ok());
+  REQUIRE(rw.Write(10, "near").ok());
+  auto size = rw.Size();
+  REQUIRE(size.has_value());
+  CHECK(*size == (1u << 20) + 3);
+  std::string scratch(64, 'x');
+  Slice got;
+  REQUIRE(rw.Read(0, 14, &got, scratch.data()).ok());
+  CHECK(got == Slice(std::string(10, '\0') + "near"));
+  REQUIRE(rw.Read(1 << 20, 64, &got, scratch.data()).ok());
+  CHECK(got == Slice("far"));
+  // The gap is a hole: the first data after offset 4096 is at 1 MiB.
+  off_t data_at = ::lseek(rw.fd(), 4096, SEEK_DATA);
+  CHECK(data_at == (1 << 20));
+  REQUIRE(rw.Truncate(12).ok());
+  size = rw.Size();
+  REQUIRE(size.has_value());
+  CHECK(*size == 12);
+  REQUIRE(rw.Read(0, 64, &got, scratch.data()).ok());
+  CHECK(got == Slice(std::string(10, '\0') + "ne"));
+  REQUIRE(rw.Allocate(0, 0, 1 << 16).ok());
+  size = rw.Size();
+  REQUIRE(size.has_value());
+  CHECK(*size == (1u << 16));
+  REQUIRE(rw.Allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096).ok());
+  REQUIRE(rw.Read(8, 4, &got, scratch.data()).ok());
+  CHECK(got == Slice(std::string(4, '\0')));
+  REQUIRE(rw.Sync().ok());
+  // Reopen without create sees the same bytes.
+  f->reset();
+  auto again = fs->NewRandomRWFile(dir.File("obj"), false);
+  REQUIRE(again.has_value());
+  size = (*again)->Size();
+  REQUIRE(size.has_value());
+  CHECK(*size == (1u << 16));
+}
+
+TEST_CASE("FileSystem: free space is reported for the data directory") {
+  ScratchDir dir;
+  uint64_t free_bytes = 0, total_bytes = 0;
+  REQUIRE(DefaultFileSystem()->GetFreeSpace(dir.path(), &free_bytes, &total_bytes).ok());
+  CHECK(total_bytes > 0);
+  CHECK(free_bytes <= total_bytes);
+  CHECK(DefaultFileSystem()->GetFreeSpace(dir.File("missing"), &free_bytes, &total_bytes).IsNotFound());
+}
