@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# fs_vs_ext4.sh — MatrixFS side by side with ext4 (a directory on the same
+# disk), tmpfs, and libfuse's passthrough_ll example (FUSE over the same ext4
+# directory), in one invocation, with the same workloads:
+#
+#   fs_mark 4 KiB files, no sync (-S 0) and fsync before close (-S 1)
+#   fsbench stat storm over existing and over missing names
+#   fsbench readdir of a large directory (entries listed per second)
+#   fio on one file: 4k random read/write, 1M sequential read/write
+#
+# Usage: tools/bench/fs_vs_ext4.sh [--dir BASE] [--files N] [--stat N]
+#          [--readdir N] [--fio-size SIZE] [--fio-runtime SECS] [--direct]
+#          [--only LIST] [--build DIR]
+#   --dir      where the ext4 directory, passthrough source and the MatrixFS
+#              data directory go (default: var/fsbench in the repo, i.e. the
+#              same disk); the MatrixFS pool and tmpfs are on /dev/shm
+#   --direct   fio with O_DIRECT (honest device numbers; FUSE targets then
+#              bypass the page cache too). Without it fio is buffered, with
+#              end_fsync=1 for writes and caches dropped before reads.
+#   --only     comma list of targets among matrixfs,ext4,tmpfs,passthrough
+#
+# Prints one table (rows: workloads; columns: targets, then MatrixFS/ext4
+# and MatrixFS/passthrough ratios). Needs root (mounts, drop_caches).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+base="$top/var/fsbench"
+files=20000
+statn=10000
+readdirn=100000
+fio_size=1G
+fio_runtime=10
+direct=0
+only="matrixfs,ext4,tmpfs,passthrough"
+build=build
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dir) base=$2; shift 2 ;;
+    --files) files=$2; shift 2 ;;
+    --stat) statn=$2; shift 2 ;;
+    --readdir) readdirn=$2; shift 2 ;;
+    --fio-size) fio_size=$2; shift 2 ;;
+    --fio-runtime) fio_runtime=$2; shift 2 ;;
+    --direct) direct=1; shift ;;
+    --only) only=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    *) echo "fs_vs_ext4.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
+
+[ "$(id -u)" -eq 0 ] || { echo "fs_vs_ext4.sh: needs root (mounts, drop_caches)" >&2; exit 1; }
+bin="$top/$build/bin"
+need=(fsbench)
+[[ ",$only," == *",matrixfs,"* ]] && need+=(matrixfs)
+for t in "${need[@]}"; do
+  [ -x "$bin/$t" ] || { echo "fs_vs_ext4.sh: $bin/$t is missing; run 'make' first" >&2; exit 1; }
+done
+for t in fs_mark fio python3 cc; do
+  command -v $t >/dev/null || { echo "fs_vs_ext4.sh: '$t' not found (apt-get install fsmark fio python3 gcc)" >&2; exit 1; }
+done
+
+mkdir -p "$base"
+work=$(mktemp -d "$base/run.XXXXXX")
+shm=$(mktemp -d /dev/shm/mxfs-fsbench.XXXXXX)
+mounts=()
+cleanup() {
+  for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+  rm -rf "$work" "$shm"
+}
+trap cleanup EXIT
+
+declare -A dir_of
+want() { [[ ",$only," == *",$1,"* ]]; }
+
+if want ext4; then
+  mkdir -p "$work/ext4"
+  dir_of[ext4]="$work/ext4"
+fi
+if want tmpfs; then
+  mkdir -p "$shm/tmpfs"
+  dir_of[tmpfs]="$shm/tmpfs"
+fi
+if want passthrough; then
+  src=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c
+  [ -f "$src" ] || { echo "fs_vs_ext4.sh: $src not found (apt-get install libfuse3-dev)" >&2; exit 1; }
+  cc -O2 -Wall "$src" -o "$work/passthrough_ll" $(pkg-config --cflags --libs fuse3)
+  mkdir -p "$work/pt-src" "$work/pt-mnt"
+  # Its defaults (cache=auto, timeout 1 s) as shipped; writeback on to be fair.
+  "$work/passthrough_ll" -o source="$work/pt-src",writeback "$work/pt-mnt"
+  mounts+=("$work/pt-mnt")
+  dir_of[passthrough]="$work/pt-mnt"
+fi
+if want matrixfs; then
+  mkdir -p "$work/mxfs-data" "$work/mxfs-mnt"
+  "$bin/matrixfs" "$work/mxfs-data" "$work/mxfs-mnt" -o format,pool="$shm/pool"
+  mounts+=("$work/mxfs-mnt")
+  dir_of[matrixfs]="$work/mxfs-mnt"
+fi
+
+targets=()
+for t in matrixfs ext4 tmpfs passthrough; do want $t && targets+=("$t"); done
+declare -A res
+
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+fsmark() {  # target sync_mode -> files/sec
+  # fs_mark refuses directory paths of 40 bytes or more: run it from inside.
+  mkdir -p "${dir_of[$1]}/fsm$2"
+  (cd "${dir_of[$1]}" && fs_mark -d "fsm$2" -s 4096 -n "$files" -t 1 -S "$2" -k -L 1 -l /dev/null 2>&1) |
+    awk '/^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+/ {print $4}' | tail -1
+}
+
+fio_run() {  # target rw bs -> MiB/s
+  local d="${dir_of[$1]}" rw=$2 bs=$3 extra=()
+  if [ $direct -eq 1 ]; then extra+=(--direct=1); else extra+=(--end_fsync=1); fi
+  # Lay the file out once (sequential write), then measure.
+  if [ ! -f "$d/fio.dat" ]; then
+    fio --name=layout --filename="$d/fio.dat" --size="$fio_size" --bs=1M --rw=write --ioengine=psync \
+      --end_fsync=1 --output-format=terse >/dev/null
+  fi
+  [[ $rw == *read* ]] && [ $direct -eq 0 ] && drop_caches
+  fio --name=bench --filename="$d/fio.dat" --size="$fio_size" --bs="$bs" --rw="$rw" --ioengine=psync \
+    --runtime="$fio_runtime" --time_based "${extra[@]}" --output-format=json |
+    python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print("%.1f" % ((j["read"]["bw_bytes"]+j["write"]["bw_bytes"])/1048576))'
+}
+
+rate() { grep "^$1:" | awk '{print $(NF-1)}' | tail -1; }
+
+for t in "${targets[@]}"; do
+  echo "== $t (${dir_of[$t]})" >&2
+  res[$t,fsmark_nosync]=$(fsmark "$t" 0)
+  res[$t,fsmark_fsync]=$(fsmark "$t" 1)
+  out=$("$bin/fsbench" stat "${dir_of[$t]}/stat" "$statn" 5)
+  res[$t,stat_existing]=$(rate stat-existing <<<"$out")
+  res[$t,stat_missing]=$(rate stat-missing <<<"$out")
+  out=$("$bin/fsbench" readdir "${dir_of[$t]}/big" "$readdirn")
+  res[$t,readdir]=$(rate readdir-entries <<<"$out")
+  res[$t,fio_4k_randread]=$(fio_run "$t" randread 4k)
+  res[$t,fio_4k_randwrite]=$(fio_run "$t" randwrite 4k)
+  res[$t,fio_1m_read]=$(fio_run "$t" read 1M)
+  res[$t,fio_1m_write]=$(fio_run "$t" write 1M)
+done
+
+rows="fsmark_nosync fsmark_fsync stat_existing stat_missing readdir fio_4k_randread fio_4k_randwrite fio_1m_read fio_1m_write"
+units="files/s files/s ops/s ops/s entries/s MiB/s MiB/s MiB/s MiB/s"
+echo
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, kernel $(uname -r); fio $( [ $direct -eq 1 ] && echo O_DIRECT || echo buffered+end_fsync, caches dropped before reads)"
+echo "workload: fs_mark -s 4096 -n $files -t 1; stat $statn names x5; readdir $readdirn entries; fio $fio_size file, ${fio_runtime}s per run"
+printf '%-18s %-9s' workload unit
+for t in "${targets[@]}"; do printf ' %12s' "$t"; done
+want matrixfs && want ext4 && printf ' %10s' "mxfs/ext4"
+want matrixfs && want passthrough && printf ' %10s' "mxfs/pt"
+echo
+set -- $units
+for r in $rows; do
+  printf '%-18s %-9s' "$r" "$1"
+  shift
+  for t in "${targets[@]}"; do printf ' %12s' "${res[$t,$r]:-n/a}"; done
+  ratio() { python3 -c "a,b='$1','$2'; print('%.2fx' % (float(a)/float(b)) if a and b and float(b) > 0 else 'n/a')" 2>/dev/null || echo n/a; }
+  want matrixfs && want ext4 && printf ' %10s' "$(ratio "${res[matrixfs,$r]:-}" "${res[ext4,$r]:-}")"
+  want matrixfs && want passthrough && printf ' %10s' "$(ratio "${res[matrixfs,$r]:-}" "${res[passthrough,$r]:-}")"
+  echo
+done
