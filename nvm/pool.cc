@@ -1,0 +1,270 @@
+#include "nvm/pool.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "base/coding.h"
+#include "base/hash.h"
+#include "nvm/kill_point.h"
+
+namespace mxfs {
+
+namespace {
+
+constexpr uint32_t kFlagUscRecorded = 1;
+constexpr size_t kChecksumOffset = kPoolHeaderSize - 4;
+
+std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string Fmt(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+Status Pmem2Error(const std::string& path, const char* what, int rc) {
+  return Status::IOError(Fmt("pool %s: %s failed: %s", path.c_str(), what, pmem2_errormsg()),
+                         -pmem2_err_to_errno(rc));
+}
+
+enum class HeaderCheck { kOk, kBadMagic, kBadChecksum };
+
+HeaderCheck CheckRaw(const char* p) {
+  if (std::memcmp(p, kPoolMagic, sizeof(kPoolMagic)) != 0) return HeaderCheck::kBadMagic;
+  if (Checksum32(p, kChecksumOffset) != DecodeFixed32(p + kChecksumOffset)) return HeaderCheck::kBadChecksum;
+  return HeaderCheck::kOk;
+}
+
+PoolHeader DecodePoolHeader(const char* p) {
+  PoolHeader h;
+  h.layout_version = DecodeFixed32(p + 8);
+  std::memcpy(h.uuid.data(), p + 16, 16);
+  h.pool_size = DecodeFixed64(p + 32);
+  h.page_size = DecodeFixed32(p + 40);
+  uint32_t flags = DecodeFixed32(p + 44);
+  h.wal_offset = DecodeFixed64(p + 48);
+  h.wal_size = DecodeFixed64(p + 56);
+  h.container_offset = DecodeFixed64(p + 64);
+  h.container_size = DecodeFixed64(p + 72);
+  h.creation_time_ns = DecodeFixed64(p + 80);
+  h.unsafe_shutdown_count = DecodeFixed64(p + 88);
+  h.usc_recorded = (flags & kFlagUscRecorded) != 0;
+  return h;
+}
+
+}  // namespace
+
+void EncodePoolHeader(const PoolHeader& h, char (&out)[kPoolHeaderSize]) {
+  std::memset(out, 0, kPoolHeaderSize);
+  std::memcpy(out, kPoolMagic, sizeof(kPoolMagic));
+  EncodeFixed32(out + 8, h.layout_version);
+  EncodeFixed32(out + 12, kPoolHeaderSize);
+  std::memcpy(out + 16, h.uuid.data(), 16);
+  EncodeFixed64(out + 32, h.pool_size);
+  EncodeFixed32(out + 40, h.page_size);
+  EncodeFixed32(out + 44, h.usc_recorded ? kFlagUscRecorded : 0);
+  EncodeFixed64(out + 48, h.wal_offset);
+  EncodeFixed64(out + 56, h.wal_size);
+  EncodeFixed64(out + 64, h.container_offset);
+  EncodeFixed64(out + 72, h.container_size);
+  EncodeFixed64(out + 80, h.creation_time_ns);
+  EncodeFixed64(out + 88, h.unsafe_shutdown_count);
+  EncodeFixed32(out + kChecksumOffset, Checksum32(out, kChecksumOffset));
+}
+
+std::string UuidToString(const PoolUuid& u) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  return buf;
+}
+
+Pool::~Pool() = default;
+
+const char* Pool::GranularityName() const {
+  switch (granularity_) {
+    case PMEM2_GRANULARITY_BYTE: return "byte";
+    case PMEM2_GRANULARITY_CACHE_LINE: return "cache-line";
+    case PMEM2_GRANULARITY_PAGE: return "page";
+  }
+  return "unknown";
+}
+
+void Pool::PublishWord(uint64_t* word, uint64_t v) const {
+  // An aligned 8-byte store is atomic on x86-64; a torn commit is impossible.
+  std::atomic_ref<uint64_t>(*word).store(v, std::memory_order_release);
+  persist_(word, sizeof(*word));
+}
+
+Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, UniqueFd fd) {
+  std::unique_ptr<Pool> pool(new Pool());  // private constructor; owned at once
+  pool->path_ = path;
+  pool->fd_ = std::move(fd);
+
+  pmem2_config* cfg = nullptr;
+  int rc = pmem2_config_new(&cfg);
+  if (rc != 0) return Err(Pmem2Error(path, "pmem2_config_new", rc));
+  std::unique_ptr<pmem2_config, void (*)(pmem2_config*)> cfg_owner(cfg, [](pmem2_config* c) { pmem2_config_delete(&c); });
+  pmem2_source* src = nullptr;
+  rc = pmem2_source_from_fd(&src, pool->fd_.get());
+  if (rc != 0) return Err(Pmem2Error(path, "pmem2_source_from_fd", rc));
+  std::unique_ptr<pmem2_source, void (*)(pmem2_source*)> src_owner(src, [](pmem2_source* s) { pmem2_source_delete(&s); });
+  // The coarsest granularity we can work with: we flush explicitly anyway.
+  rc = pmem2_config_set_required_store_granularity(cfg, PMEM2_GRANULARITY_PAGE);
+  if (rc != 0) return Err(Pmem2Error(path, "pmem2_config_set_required_store_granularity", rc));
+  pmem2_map* map = nullptr;
+  rc = pmem2_map_new(&map, cfg, src);
+  if (rc != 0) return Err(Pmem2Error(path, "pmem2_map_new", rc));
+  pool->map_.reset(map);
+  pool->base_ = static_cast<char*>(pmem2_map_get_address(map));
+  pool->size_ = pmem2_map_get_size(map);
+  pool->granularity_ = pmem2_map_get_store_granularity(map);
+  pool->persist_ = pmem2_get_persist_fn(map);
+  pool->flush_ = pmem2_get_flush_fn(map);
+  pool->drain_ = pmem2_get_drain_fn(map);
+  pool->memcpy_ = pmem2_get_memcpy_fn(map);
+  pool->memset_ = pmem2_get_memset_fn(map);
+
+  uint64_t usc = 0;
+  rc = pmem2_source_device_usc(src, &usc);
+  // On /dev/shm and most files this is PMEM2_E_NOSUPP: record "none".
+  if (rc == 0) pool->device_usc_ = usc;
+  pool->header_.usc_recorded = (rc == 0);
+  pool->header_.unsafe_shutdown_count = rc == 0 ? usc : 0;
+  return pool;
+}
+
+Result<std::unique_ptr<Pool>> Pool::Create(const std::string& path, const PoolCreateOptions& o) {
+  const uint64_t ps = kPoolPageSize;
+  if (o.size % ps != 0 || o.wal_size % ps != 0 || o.container_size % ps != 0) {
+    return Err(Status::InvalidArgument(Fmt("pool %s: size %" PRIu64 ", WAL size %" PRIu64 " and container size %" PRIu64
+                                           " must be multiples of the page size %" PRIu64,
+                                           path.c_str(), o.size, o.wal_size, o.container_size, ps)));
+  }
+  const uint64_t wal_offset = 2 * ps;
+  const uint64_t container_offset = wal_offset + o.wal_size;
+  const uint64_t min_container = 16 * ps;
+  uint64_t needed = container_offset + (o.container_size ? o.container_size : min_container);
+  if (o.size < needed) {
+    return Err(Status::InvalidArgument(Fmt("pool %s too small for the requested geometry: the geometry needs %" PRIu64
+                                           " bytes (2 header pages + %" PRIu64 " WAL + %" PRIu64
+                                           " container), the pool size is %" PRIu64 " bytes",
+                                           path.c_str(), needed, o.wal_size,
+                                           o.container_size ? o.container_size : min_container, o.size)));
+  }
+  int flags = O_RDWR | O_CREAT | O_CLOEXEC | (o.overwrite ? O_TRUNC : O_EXCL);
+  UniqueFd fd(::open(path.c_str(), flags, 0600));
+  if (!fd.valid()) return Err(Status::FromErrno("create pool " + path, errno));
+  if (::ftruncate(fd.get(), static_cast<off_t>(o.size)) != 0) {
+    int e = errno;
+    ::unlink(path.c_str());
+    return Err(Status::FromErrno(Fmt("pool %s: set size to %" PRIu64, path.c_str(), o.size), e));
+  }
+  auto pool = Map(path, std::move(fd));
+  if (!pool) return pool;
+  Pool& p = **pool;
+  PoolHeader& h = p.header_;
+  h.layout_version = kPoolLayoutVersion;
+  h.uuid = o.uuid;
+  h.pool_size = o.size;
+  h.page_size = kPoolPageSize;
+  h.wal_offset = wal_offset;
+  h.wal_size = o.wal_size;
+  h.container_offset = container_offset;
+  h.container_size = o.container_size ? o.container_size : o.size - container_offset;
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  h.creation_time_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+
+  char raw[kPoolHeaderSize];
+  EncodePoolHeader(h, raw);
+  // The file may be a reused DAX device: clear both header pages first.
+  p.ZeroNoDrain(p.base_, 2 * ps);
+  p.Drain();
+  p.CopyNoDrain(p.base_, std::span<const char>(raw));
+  p.Drain();
+  MXFS_KILL_POINT("pool.between_headers");
+  p.CopyNoDrain(p.base_ + ps, std::span<const char>(raw));
+  p.Drain();
+  return pool;
+}
+
+Result<std::unique_ptr<Pool>> Pool::Open(const std::string& path, const PoolOpenOptions& o) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!fd.valid()) {
+    int e = errno;
+    if (e == ENOENT) return Err(Status::NotFound(Fmt("pool %s: no such file", path.c_str())));
+    return Err(Status::FromErrno("open pool " + path, e));
+  }
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0) return Err(Status::FromErrno("stat pool " + path, errno));
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) < 2 * kPoolPageSize) {
+    return Err(Status::InvalidArgument(Fmt("pool %s is not a MatrixFS pool: %" PRIu64
+                                           " bytes is less than its two header pages",
+                                           path.c_str(), static_cast<uint64_t>(st.st_size))));
+  }
+  auto pool = Map(path, std::move(fd));
+  if (!pool) return pool;
+  Pool& p = **pool;
+  const char* primary = p.base_;
+  const char* backup = p.base_ + kPoolPageSize;
+  HeaderCheck c1 = CheckRaw(primary);
+  HeaderCheck c2 = CheckRaw(backup);
+  const char* good = nullptr;
+  if (c1 == HeaderCheck::kOk) {
+    good = primary;
+  } else if (c2 == HeaderCheck::kOk) {
+    good = backup;
+  } else if (c1 == HeaderCheck::kBadMagic && c2 == HeaderCheck::kBadMagic) {
+    return Err(Status::InvalidArgument(Fmt("pool %s is not a MatrixFS pool: bad magic at offset 0 (expected \"MXFSPOOL\")",
+                                           path.c_str())));
+  } else {
+    return Err(Status::Corruption(Fmt("pool %s: header checksum mismatch in both copies (offsets 0 and %u): "
+                                      "primary stored 0x%08x computed 0x%08x",
+                                      path.c_str(), kPoolPageSize, DecodeFixed32(primary + kChecksumOffset),
+                                      Checksum32(primary, kChecksumOffset))));
+  }
+  PoolHeader h = DecodePoolHeader(good);
+  if (h.layout_version != kPoolLayoutVersion) {
+    return Err(Status::NotSupported(Fmt("pool %s: wrong layout version: expected %u, found %u", path.c_str(),
+                                        kPoolLayoutVersion, h.layout_version)));
+  }
+  if (o.expected_uuid && *o.expected_uuid != h.uuid) {
+    return Err(Status::InvalidArgument(Fmt("pool %s belongs to another filesystem: foreign UUID %s, expected %s",
+                                           path.c_str(), UuidToString(h.uuid).c_str(),
+                                           UuidToString(*o.expected_uuid).c_str())));
+  }
+  if (h.page_size != kPoolPageSize) {
+    return Err(Status::NotSupported(
+        Fmt("pool %s: page size %u, this build supports %u", path.c_str(), h.page_size, kPoolPageSize)));
+  }
+  if (h.pool_size > p.size_ || h.wal_offset + h.wal_size > h.container_offset ||
+      h.container_offset + h.container_size > h.pool_size || h.wal_offset < 2 * kPoolPageSize) {
+    return Err(Status::Corruption(Fmt("pool %s too small for its geometry: header says pool size %" PRIu64
+                                      " (WAL %" PRIu64 "+%" PRIu64 ", container %" PRIu64 "+%" PRIu64
+                                      "), mapped size is %" PRIu64 " bytes",
+                                      path.c_str(), h.pool_size, h.wal_offset, h.wal_size, h.container_offset,
+                                      h.container_size, p.size_)));
+  }
+  if (good != primary || c2 != HeaderCheck::kOk) {
+    // One copy is torn or damaged: rewrite it from the good one.
+    char* bad = good == primary ? p.base_ + kPoolPageSize : p.base_;
+    p.CopyNoDrain(bad, std::span<const char>(good, kPoolHeaderSize));
+    p.Drain();
+    p.repaired_header_ = true;
+  }
+  p.header_ = h;
+  return pool;
+}
+
+}  // namespace mxfs
