@@ -1,0 +1,1015 @@
+// kvbench: MatrixKV's benchmark, command-line and output compatible with
+// RocksDB's db_bench for the benchmarks and flags it supports, so that the
+// two can run the same workload and their output can be compared line by
+// line (tools/bench/kv_vs_rocksdb.sh does exactly that). man/kvbench.1 lists
+// every flag and the output format.
+//
+// Workload (as db_bench):
+//  - A key is key_size bytes: the key number as 8 big-endian bytes (only the
+//    low key_size bytes if key_size < 8), padded with '0' characters, so
+//    fillseq writes in key order. fillrandom, overwrite, readrandom,
+//    seekrandom and deleterandom draw key numbers uniformly from [0, num)
+//    with replacement (so fillrandom stores about 63% of num distinct keys).
+//  - A value is value_size bytes cut from a 1 MiB buffer of printable bytes
+//    built like db_bench's RandomGenerator: every 100-byte piece repeats a
+//    random 50-byte string (compression ratio 0.5). MatrixKV does not
+//    compress, so this only matters for a db_bench run with compression on.
+//  - --threads N starts N threads that each run the whole benchmark (N*num
+//    writes or N*reads reads); micros/op is the sum of the threads' times
+//    over the operations, ops/sec and MB/s use the wall-clock time.
+//  - Each thread's generator is seeded with seed + a counter that grows by
+//    one per thread per benchmark, so two runs with the same --seed draw the
+//    same keys.
+//
+// After each write benchmark two lines of our own follow the db_bench lines:
+//   Write amplification: W (SSD S MB / user U MB during this benchmark; ...)
+//   Stall time: T seconds during this benchmark (...)
+// computed from the DB properties "matrixkv.bytes-written-ssd",
+// "matrixkv.user-bytes-written" and "matrixkv.stall-micros" read before and
+// after the benchmark (the last memtable and pending compactions are not
+// waited for, as in db_bench).
+//
+// Thread-safety: the benchmark threads share only the DB (thread-safe), the
+// start/finish rendezvous under SharedState::mu and the reporter's atomic
+// counter; each owns its Stats, generator and buffers.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cinttypes>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "base/random.h"
+#include "base/slice.h"
+#include "base/status.h"
+#include "kvcore/include/db.h"
+#include "kvcore/include/options.h"
+#include "kvcore/include/write_batch.h"
+#include "tools/histogram.h"
+
+namespace mxfs {
+namespace {
+
+constexpr double kCompressionRatio = 0.5;  // db_bench's --compression_ratio default
+
+// ---------------------------------------------------------------- flags
+
+struct Flags {
+  std::string benchmarks = "fillrandom,readrandom,stats";
+  int64_t num = 1000000;
+  int64_t reads = -1;
+  int64_t key_size = 16;
+  int64_t value_size = 100;
+  int64_t threads = 1;
+  bool histogram = false;
+  std::string db;
+  bool use_existing_db = false;
+  int64_t write_buffer_size = 64ll << 20;
+  int64_t max_write_buffer_number = 2;
+  uint64_t max_bytes_for_level_base = 256ull << 20;
+  double max_bytes_for_level_multiplier = 10.0;
+  int64_t target_file_size_base = 64ll << 20;
+  int64_t num_levels = 7;
+  int64_t level0_file_num_compaction_trigger = 4;
+  int64_t level0_slowdown_writes_trigger = 20;
+  int64_t level0_stop_writes_trigger = 36;
+  int64_t max_background_compactions = 1;
+  int64_t bloom_bits = -1;
+  int64_t block_size = 4096;
+  int64_t cache_size = 8ll << 20;
+  bool verify_checksum = true;
+  bool sync = false;
+  int64_t report_interval_seconds = 0;
+  std::string report_file = "report.csv";
+  int64_t seed = 0;
+  int64_t seek_nexts = 0;
+  std::string compression_type = "none";
+  bool use_direct_io = false;
+  bool use_direct_reads = false;
+  bool use_direct_io_for_flush_and_compaction = false;
+  bool use_io_uring = true;
+  std::string nvm_path;
+  uint64_t nvm_size = 0;
+  double container_share = 0.6;
+  bool use_hints = true;
+  bool use_row_blooms = true;
+  int64_t column_compaction_threads = 1;
+};
+
+enum class FlagType { kBool, kInt, kUint, kDouble, kString };
+
+struct FlagSpec {
+  const char* name;
+  FlagType type;
+  void* target;
+  const char* help;
+};
+
+std::vector<FlagSpec> FlagTable(Flags* f) {
+  return {
+      {"benchmarks", FlagType::kString, &f->benchmarks,
+       "comma-separated list, run in order: fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, "
+       "deleterandom, stats"},
+      {"num", FlagType::kInt, &f->num, "number of key/values to place in the database (key range [0, num))"},
+      {"reads", FlagType::kInt, &f->reads, "read operations per thread; negative: num"},
+      {"key_size", FlagType::kInt, &f->key_size, "size of each key in bytes"},
+      {"value_size", FlagType::kInt, &f->value_size, "size of each value in bytes"},
+      {"threads", FlagType::kInt, &f->threads, "concurrent threads, each running the whole benchmark"},
+      {"histogram", FlagType::kBool, &f->histogram, "print a histogram of operation latencies"},
+      {"db", FlagType::kString, &f->db, "database directory (default /tmp/kvbench-<uid>/dbbench)"},
+      {"use_existing_db", FlagType::kBool, &f->use_existing_db,
+       "do not destroy the database first; fill benchmarks are skipped"},
+      {"write_buffer_size", FlagType::kInt, &f->write_buffer_size, "memtable size in bytes"},
+      {"max_write_buffer_number", FlagType::kInt, &f->max_write_buffer_number,
+       "memtables (active + immutable) before writers wait"},
+      {"max_bytes_for_level_base", FlagType::kUint, &f->max_bytes_for_level_base, "target size of level 1 in bytes"},
+      {"max_bytes_for_level_multiplier", FlagType::kDouble, &f->max_bytes_for_level_multiplier,
+       "growth factor between levels"},
+      {"target_file_size_base", FlagType::kInt, &f->target_file_size_base, "target SSTable size in bytes"},
+      {"num_levels", FlagType::kInt, &f->num_levels, "levels in the tree"},
+      {"level0_file_num_compaction_trigger", FlagType::kInt, &f->level0_file_num_compaction_trigger,
+       "L0 files that start a compaction (no NVM pool)"},
+      {"level0_slowdown_writes_trigger", FlagType::kInt, &f->level0_slowdown_writes_trigger,
+       "L0 files that slow writers down (no NVM pool)"},
+      {"level0_stop_writes_trigger", FlagType::kInt, &f->level0_stop_writes_trigger,
+       "L0 files that stop writers (no NVM pool)"},
+      {"max_background_compactions", FlagType::kInt, &f->max_background_compactions, "compaction threads"},
+      {"bloom_bits", FlagType::kInt, &f->bloom_bits, "bloom filter bits per key; negative: engine default; 0: none"},
+      {"block_size", FlagType::kInt, &f->block_size, "SSTable block size in bytes"},
+      {"cache_size", FlagType::kInt, &f->cache_size, "block cache capacity in bytes; 0 or negative: none"},
+      {"verify_checksum", FlagType::kBool, &f->verify_checksum, "verify block checksums on reads"},
+      {"sync", FlagType::kBool, &f->sync, "sync every write (WriteOptions::sync)"},
+      {"report_interval_seconds", FlagType::kInt, &f->report_interval_seconds,
+       "if > 0, write secs_elapsed,interval_qps to --report_file every N seconds"},
+      {"report_file", FlagType::kString, &f->report_file, "CSV file for --report_interval_seconds"},
+      {"seed", FlagType::kInt, &f->seed, "seed base for the key generators; 0: derived from the time"},
+      {"seek_nexts", FlagType::kInt, &f->seek_nexts, "Next() calls after each Seek in seekrandom"},
+      {"compression_type", FlagType::kString, &f->compression_type,
+       "accepted for db_bench compatibility; MatrixKV does not compress, only 'none' is valid"},
+      {"use_direct_io", FlagType::kBool, &f->use_direct_io, "O_DIRECT for table reads, flush and compaction"},
+      {"use_direct_reads", FlagType::kBool, &f->use_direct_reads, "db_bench spelling; same as --use_direct_io"},
+      {"use_direct_io_for_flush_and_compaction", FlagType::kBool, &f->use_direct_io_for_flush_and_compaction,
+       "db_bench spelling; same as --use_direct_io"},
+      {"use_io_uring", FlagType::kBool, &f->use_io_uring, "io_uring for SSD I/O (0: pread/pwrite)"},
+      {"nvm_path", FlagType::kString, &f->nvm_path, "persistent-memory pool (empty: L0 and WAL on SSD)"},
+      {"nvm_size", FlagType::kUint, &f->nvm_size, "pool size in bytes when it is created"},
+      {"container_share", FlagType::kDouble, &f->container_share,
+       "matrix container share the receiver fills before it becomes the compactor"},
+      {"use_hints", FlagType::kBool, &f->use_hints, "cross-row hints in the matrix container"},
+      {"use_row_blooms", FlagType::kBool, &f->use_row_blooms, "DRAM bloom filter per RowTable"},
+      {"column_compaction_threads", FlagType::kInt, &f->column_compaction_threads, "column compaction threads"},
+  };
+}
+
+[[noreturn]] void Fail(const std::string& msg) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "kvbench: %s\n", msg.c_str());
+  std::_Exit(1);
+}
+
+bool ParseBool(std::string_view s, bool* out) {
+  if (s == "1" || s == "true" || s == "t" || s == "yes" || s == "y") {
+    *out = true;
+    return true;
+  }
+  if (s == "0" || s == "false" || s == "f" || s == "no" || s == "n") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+template <typename T>
+bool ParseNumber(std::string_view s, T* out) {
+  if (s.empty()) return false;
+  if constexpr (std::is_unsigned_v<T>) {
+    if (s[0] == '-') return false;
+  }
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, *out);
+  return ec == std::errc() && ptr == end;
+}
+
+void PrintHelp(const std::vector<FlagSpec>& table) {
+  std::printf(
+      "usage: kvbench [--flag=value ...]\n"
+      "MatrixKV benchmark with db_bench's flags and output (see kvbench(1)).\n\nflags:\n");
+  Flags defaults;
+  auto dtable = FlagTable(&defaults);
+  for (size_t i = 0; i < table.size(); i++) {
+    const FlagSpec& d = dtable[i];
+    std::string def;
+    switch (d.type) {
+      case FlagType::kBool: def = *static_cast<bool*>(d.target) ? "true" : "false"; break;
+      case FlagType::kInt: def = std::to_string(*static_cast<int64_t*>(d.target)); break;
+      case FlagType::kUint: def = std::to_string(*static_cast<uint64_t*>(d.target)); break;
+      case FlagType::kDouble: {
+        char b[64];
+        std::snprintf(b, sizeof(b), "%g", *static_cast<double*>(d.target));
+        def = b;
+        break;
+      }
+      case FlagType::kString: def = "\"" + *static_cast<std::string*>(d.target) + "\""; break;
+    }
+    std::printf("  --%s (%s) default: %s\n", d.name, d.help, def.c_str());
+  }
+}
+
+// Parses argv into *f. Accepts -flag and --flag, --flag=value, --flag value,
+// and for booleans --flag and --noflag. Exits 1 naming the flag on error.
+void ParseFlags(int argc, char** argv, Flags* f) {
+  auto table = FlagTable(f);
+  auto find = [&](std::string_view name) -> const FlagSpec* {
+    for (const FlagSpec& s : table) {
+      if (name == s.name) return &s;
+    }
+    return nullptr;
+  };
+  for (int i = 1; i < argc; i++) {
+    std::string_view arg = argv[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      Fail("unexpected argument '" + std::string(arg) + "': every argument is a --flag=value (see --help)");
+    }
+    arg.remove_prefix(arg[1] == '-' ? 2 : 1);
+    if (arg == "help" || arg == "h") {
+      PrintHelp(table);
+      std::exit(0);
+    }
+    std::string_view name = arg;
+    std::string_view value;
+    bool has_value = false;
+    if (auto eq = arg.find('='); eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      has_value = true;
+    }
+    const FlagSpec* spec = find(name);
+    if (spec == nullptr && !has_value && name.starts_with("no")) {
+      const FlagSpec* neg = find(name.substr(2));
+      if (neg != nullptr && neg->type == FlagType::kBool) {
+        *static_cast<bool*>(neg->target) = false;
+        continue;
+      }
+    }
+    if (spec == nullptr) Fail("unknown flag --" + std::string(name) + " (kvbench --help lists the flags)");
+    if (!has_value) {
+      if (spec->type == FlagType::kBool) {
+        *static_cast<bool*>(spec->target) = true;
+        continue;
+      }
+      if (i + 1 >= argc) Fail("flag --" + std::string(name) + " needs a value (--" + std::string(name) + "=VALUE)");
+      value = argv[++i];
+    }
+    const std::string shown = "--" + std::string(name) + ": ";
+    switch (spec->type) {
+      case FlagType::kBool:
+        if (!ParseBool(value, static_cast<bool*>(spec->target))) {
+          Fail(shown + "expected a boolean (1, 0, true, false), got '" + std::string(value) + "'");
+        }
+        break;
+      case FlagType::kInt:
+        if (!ParseNumber(value, static_cast<int64_t*>(spec->target))) {
+          Fail(shown + "expected an integer, got '" + std::string(value) + "'");
+        }
+        break;
+      case FlagType::kUint:
+        if (!ParseNumber(value, static_cast<uint64_t*>(spec->target))) {
+          Fail(shown + "expected a non-negative integer, got '" + std::string(value) + "'");
+        }
+        break;
+      case FlagType::kDouble:
+        if (!ParseNumber(value, static_cast<double*>(spec->target))) {
+          Fail(shown + "expected a number, got '" + std::string(value) + "'");
+        }
+        break;
+      case FlagType::kString: *static_cast<std::string*>(spec->target) = std::string(value); break;
+    }
+  }
+}
+
+void ValidateFlags(Flags* f) {
+  auto need = [](bool ok, const std::string& msg) {
+    if (!ok) Fail(msg);
+  };
+  need(f->num >= 1, "--num: must be at least 1, got " + std::to_string(f->num));
+  need(f->key_size >= 1 && f->key_size <= (1 << 20),
+       "--key_size: must be in [1, 1048576], got " + std::to_string(f->key_size));
+  need(f->value_size >= 0 && f->value_size <= (64 << 20),
+       "--value_size: must be in [0, 67108864], got " + std::to_string(f->value_size));
+  need(f->threads >= 1 && f->threads <= 1024, "--threads: must be in [1, 1024], got " + std::to_string(f->threads));
+  need(f->write_buffer_size > 0, "--write_buffer_size: must be positive, got " + std::to_string(f->write_buffer_size));
+  need(f->max_write_buffer_number >= 1,
+       "--max_write_buffer_number: must be at least 1, got " + std::to_string(f->max_write_buffer_number));
+  need(f->max_bytes_for_level_base > 0, "--max_bytes_for_level_base: must be positive, got 0");
+  need(f->target_file_size_base > 0,
+       "--target_file_size_base: must be positive, got " + std::to_string(f->target_file_size_base));
+  need(f->num_levels >= 2 && f->num_levels <= 64, "--num_levels: must be in [2, 64], got " + std::to_string(f->num_levels));
+  need(f->block_size >= 256, "--block_size: must be at least 256, got " + std::to_string(f->block_size));
+  need(f->report_interval_seconds >= 0,
+       "--report_interval_seconds: must not be negative, got " + std::to_string(f->report_interval_seconds));
+  need(f->seek_nexts >= 0, "--seek_nexts: must not be negative, got " + std::to_string(f->seek_nexts));
+  need(f->container_share > 0 && f->container_share <= 1, "--container_share: must be in (0, 1]");
+  need(f->column_compaction_threads >= 1, "--column_compaction_threads: must be at least 1");
+  need(f->compression_type == "none" || f->compression_type == "NoCompression",
+       "--compression_type: MatrixKV does not compress; only 'none' is supported, got '" + f->compression_type + "'");
+  if (f->cache_size < 0) f->cache_size = 0;
+  if (f->use_direct_reads || f->use_direct_io_for_flush_and_compaction) f->use_direct_io = true;
+  if (f->db.empty()) f->db = "/tmp/kvbench-" + std::to_string(geteuid()) + "/dbbench";
+}
+
+// ---------------------------------------------------------------- helpers
+
+uint64_t NowMicros() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+// Writes key number v as described at the top of this file into key[0..size).
+void GenerateKey(uint64_t v, char* key, size_t size) {
+  const size_t fill = size < 8 ? size : 8;
+  for (size_t i = 0; i < fill; i++) key[i] = static_cast<char>((v >> ((fill - i - 1) * 8)) & 0xff);
+  if (size > fill) std::memset(key + fill, '0', size - fill);
+}
+
+// Printable, half-compressible value bytes (see the top of this file).
+class ValueGenerator {
+ public:
+  explicit ValueGenerator(size_t value_size) {
+    Random rnd(301);
+    const size_t total = value_size > (1u << 20) ? value_size : (1u << 20);
+    data_.reserve(total + 100);
+    std::string piece;
+    while (data_.size() < total) {
+      const size_t raw = static_cast<size_t>(100 * kCompressionRatio);
+      piece.clear();
+      for (size_t i = 0; i < raw; i++) piece.push_back(static_cast<char>(' ' + rnd.Uniform(95)));
+      for (size_t i = 0; i < 100; i++) data_.push_back(piece[i % raw]);
+    }
+  }
+  Slice Generate(size_t len) {
+    if (pos_ + len > data_.size()) pos_ = 0;
+    Slice s(data_.data() + pos_, len);
+    pos_ += len;
+    return s;
+  }
+
+ private:
+  std::string data_;
+  size_t pos_ = 0;
+};
+
+struct FileCloser {
+  void operator()(FILE* f) const { std::fclose(f); }
+};
+using FilePtr = std::unique_ptr<FILE, FileCloser>;
+
+// Writes "secs_elapsed,interval_qps" every interval to the report file, as
+// db_bench's ReporterAgent does: one file per benchmark (rewritten when the
+// next benchmark starts), seconds since the benchmark started (rounded) and
+// the operations completed in the interval divided by its length.
+// Thread-safety: ReportOps may be called from any thread.
+class ReporterAgent {
+ public:
+  static Result<std::unique_ptr<ReporterAgent>> Start(const std::string& path, int64_t interval_secs) {
+    FilePtr file(std::fopen(path.c_str(), "w"));
+    if (!file) return Err(Status::FromErrno("--report_file " + path, errno));
+    std::fputs("secs_elapsed,interval_qps\n", file.get());
+    std::fflush(file.get());
+    return std::make_unique<ReporterAgent>(std::move(file), interval_secs);
+  }
+  // Use Start; starts the reporting thread.
+  ReporterAgent(FilePtr file, int64_t interval_secs) : file_(std::move(file)), interval_secs_(interval_secs) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~ReporterAgent() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void ReportOps(uint64_t n) { total_ops_.fetch_add(n, std::memory_order_relaxed); }
+
+ private:
+  void Run() {
+    const uint64_t started = NowMicros();
+    uint64_t last_ops = 0;
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      if (cv_.wait_for(l, std::chrono::seconds(interval_secs_), [this] { return stop_; })) break;
+      const uint64_t ops = total_ops_.load(std::memory_order_relaxed);
+      const uint64_t secs = (NowMicros() - started + 500000) / 1000000;
+      std::fprintf(file_.get(), "%" PRIu64 ",%" PRIu64 "\n", secs,
+                   (ops - last_ops) / static_cast<uint64_t>(interval_secs_));
+      std::fflush(file_.get());
+      last_ops = ops;
+    }
+  }
+
+  FilePtr file_;
+  const int64_t interval_secs_;
+  std::atomic<uint64_t> total_ops_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+enum class OpType { kRead = 0, kWrite, kDelete, kSeek };
+
+const char* OpTypeName(OpType t) {
+  switch (t) {
+    case OpType::kRead: return "read";
+    case OpType::kWrite: return "write";
+    case OpType::kDelete: return "delete";
+    case OpType::kSeek: return "seek";
+  }
+  return "op";
+}
+
+// Per-thread counters of one benchmark, merged into thread 0's after the
+// run. Thread-safety: owned by one thread.
+class Stats {
+ public:
+  void Start(bool histogram) {
+    histogram_ = histogram;
+    next_report_ = 100;
+    done_ = 0;
+    bytes_ = 0;
+    seconds_ = 0;
+    start_ = NowMicros();
+    last_op_finish_ = start_;
+    finish_ = start_;
+    message_.clear();
+    hist_.clear();
+  }
+  void Stop() {
+    finish_ = NowMicros();
+    seconds_ = static_cast<double>(finish_ - start_) * 1e-6;
+  }
+  void Merge(const Stats& other) {
+    for (const auto& [type, h] : other.hist_) hist_[type].Merge(h);
+    done_ += other.done_;
+    bytes_ += other.bytes_;
+    seconds_ += other.seconds_;
+    if (other.start_ < start_) start_ = other.start_;
+    if (other.finish_ > finish_) finish_ = other.finish_;
+    if (message_.empty()) message_ = other.message_;
+  }
+  void AddMessage(const std::string& msg) {
+    if (!message_.empty()) message_.push_back(' ');
+    message_ += msg;
+  }
+  void AddBytes(uint64_t n) { bytes_ += n; }
+  void FinishedOps(ReporterAgent* reporter, uint64_t n, OpType type) {
+    if (reporter != nullptr) reporter->ReportOps(n);
+    if (histogram_) {
+      const uint64_t now = NowMicros();
+      hist_[type].Add(now - last_op_finish_);
+      last_op_finish_ = now;
+    }
+    done_ += n;
+    if (done_ >= next_report_) {
+      if (next_report_ < 1000) next_report_ += 100;
+      else if (next_report_ < 5000) next_report_ += 500;
+      else if (next_report_ < 10000) next_report_ += 1000;
+      else if (next_report_ < 50000) next_report_ += 5000;
+      else if (next_report_ < 100000) next_report_ += 10000;
+      else if (next_report_ < 500000) next_report_ += 50000;
+      else next_report_ += 100000;
+      std::fprintf(stderr, "... finished %" PRIu64 " ops%30s\r", done_, "");
+    }
+  }
+  // Prints db_bench's result line (and histograms with --histogram).
+  void Report(std::string_view name) {
+    if (done_ < 1) done_ = 1;
+    const double elapsed = static_cast<double>(finish_ - start_) * 1e-6;
+    const double elapsed_safe = elapsed > 0 ? elapsed : 1e-6;
+    std::string extra;
+    if (bytes_ > 0) {
+      char rate[64];
+      std::snprintf(rate, sizeof(rate), "%6.1f MB/s", (static_cast<double>(bytes_) / 1048576.0) / elapsed_safe);
+      extra = rate;
+    }
+    if (!message_.empty()) {
+      if (!extra.empty()) extra.push_back(' ');
+      extra += message_;
+    }
+    const double throughput = static_cast<double>(done_) / elapsed_safe;
+    std::printf("%-12s : %11.3f micros/op %ld ops/sec %.3f seconds %" PRIu64 " operations;%s%s\n",
+                std::string(name).c_str(), seconds_ * 1e6 / static_cast<double>(done_),
+                static_cast<long>(throughput), elapsed, done_, extra.empty() ? "" : " ", extra.c_str());
+    for (const auto& [type, h] : hist_) {
+      std::printf("Microseconds per %s:\n%s\n", OpTypeName(type), h.ToString().c_str());
+    }
+    std::fflush(stdout);
+  }
+
+ private:
+  bool histogram_ = false;
+  uint64_t start_ = 0;
+  uint64_t finish_ = 0;
+  uint64_t last_op_finish_ = 0;
+  double seconds_ = 0;
+  uint64_t done_ = 0;
+  uint64_t next_report_ = 100;
+  uint64_t bytes_ = 0;
+  std::string message_;
+  std::map<OpType, Histogram> hist_;
+};
+
+// Start/finish rendezvous of one benchmark's threads, as in db_bench: the
+// threads start timing together once all are ready.
+struct SharedState {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t total = 0;
+  int64_t num_initialized = 0;
+  int64_t num_done = 0;
+  bool start = false;
+  ReporterAgent* reporter = nullptr;
+};
+
+struct ThreadState {
+  ThreadState(int index, uint64_t seed) : tid(index), rand(seed) {}
+  int tid;
+  Random rand;
+  Stats stats;
+  SharedState* shared = nullptr;
+};
+
+// Deletes the database at path (and the NVM pool file, if it is a regular
+// file) for a fresh run. Refuses directories that do not look like a
+// database, so a mistyped --db cannot wipe unrelated files.
+Status DestroyDatabase(const std::string& path, const std::string& nvm_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (!fs::exists(st)) {
+    // Nothing to delete.
+  } else if (!fs::is_directory(st)) {
+    return Status::InvalidArgument("--db " + path + " exists and is not a directory");
+  } else {
+    bool looks_like_db = fs::exists(path + "/CURRENT", ec) || fs::exists(path + "/LOCK", ec);
+    bool empty = fs::is_empty(path, ec);
+    if (!empty && !looks_like_db) {
+      return Status::InvalidArgument("refusing to delete --db " + path +
+                                     ": it is not empty and has no CURRENT or LOCK file, so it is not a "
+                                     "database; choose another --db or pass --use_existing_db=1");
+    }
+    for (const auto& entry : fs::directory_iterator(path, ec)) {
+      fs::remove_all(entry.path(), ec);
+      if (ec) return Status::FromErrno("deleting " + entry.path().string(), ec.value());
+    }
+    if (ec) return Status::FromErrno("listing " + path, ec.value());
+  }
+  if (!nvm_path.empty()) {
+    struct stat sb;
+    if (::lstat(nvm_path.c_str(), &sb) == 0 && S_ISREG(sb.st_mode) && ::unlink(nvm_path.c_str()) != 0) {
+      return Status::FromErrno("deleting --nvm_path " + nvm_path, errno);
+    }
+  }
+  return Status::OK();
+}
+
+bool ReadNumberProperty(DB* db, std::string_view name, uint64_t* out) {
+  std::string v;
+  if (!db->GetProperty(name, &v)) return false;
+  return ParseNumber(std::string_view(v).substr(0, v.find_first_of(" \n")), out);
+}
+
+// The engine counters that the write-effect lines are computed from.
+struct EngineCounters {
+  bool have_ssd = false, have_user = false, have_stall = false;
+  uint64_t ssd = 0, user = 0, stall = 0;
+};
+
+EngineCounters ReadCounters(DB* db) {
+  EngineCounters c;
+  c.have_ssd = ReadNumberProperty(db, "matrixkv.bytes-written-ssd", &c.ssd);
+  c.have_user = ReadNumberProperty(db, "matrixkv.user-bytes-written", &c.user);
+  c.have_stall = ReadNumberProperty(db, "matrixkv.stall-micros", &c.stall);
+  return c;
+}
+
+// ---------------------------------------------------------------- benchmark
+
+class Benchmark {
+ public:
+  explicit Benchmark(const Flags& flags) : flags_(flags) {}
+
+  // Runs every benchmark in --benchmarks; returns the process exit code.
+  int Run();
+
+ private:
+  using Method = void (Benchmark::*)(ThreadState*);
+
+  void PrintEnvironment();
+  void PrintHeader();
+  void Open();
+  void Close();
+  void RunBenchmark(std::string_view name, Method method);
+  void PrintWriteEffects(const EngineCounters& before);
+  void PrintStats();
+
+  void WriteSeq(ThreadState* t) { DoWrite(t, /*sequential=*/true); }
+  void WriteRandom(ThreadState* t) { DoWrite(t, /*sequential=*/false); }
+  void DoWrite(ThreadState* t, bool sequential);
+  void ReadRandom(ThreadState* t);
+  void ReadSequential(ThreadState* t);
+  void SeekRandom(ThreadState* t);
+  void DeleteRandom(ThreadState* t);
+
+  uint64_t Reads() const { return flags_.reads < 0 ? static_cast<uint64_t>(flags_.num) : static_cast<uint64_t>(flags_.reads); }
+  ReadOptions MakeReadOptions() const {
+    ReadOptions r;
+    r.verify_checksums = flags_.verify_checksum;
+    return r;
+  }
+
+  const Flags flags_;
+  uint64_t seed_base_ = 0;
+  uint64_t thread_counter_ = 0;
+  std::unique_ptr<DB> db_;
+};
+
+void Benchmark::PrintEnvironment() {
+  std::printf("MatrixKV:   kvbench (db_bench-compatible output)\n");
+  std::time_t now = std::time(nullptr);
+  char date[64];
+  std::strftime(date, sizeof(date), "%a %b %e %H:%M:%S %Y", std::localtime(&now));
+  std::printf("Date:       %s\n", date);
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model, cache;
+  int cpus = 0;
+  while (std::getline(cpuinfo, line)) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    std::string val = line.substr(colon + 1);
+    while (!val.empty() && val.front() == ' ') val.erase(0, 1);
+    if (key == "model name") {
+      cpus++;
+      model = val;
+    } else if (key == "cache size") {
+      cache = val;
+    }
+  }
+  if (cpus > 0) {
+    std::printf("CPU:        %d * %s\n", cpus, model.c_str());
+    std::printf("CPUCache:   %s\n", cache.c_str());
+  }
+}
+
+void Benchmark::PrintHeader() {
+  const double ks = static_cast<double>(flags_.key_size);
+  const double vs = static_cast<double>(flags_.value_size);
+  const double n = static_cast<double>(flags_.num);
+  std::printf("Keys:       %" PRId64 " bytes each (+ 0 bytes user-defined timestamp)\n", flags_.key_size);
+  std::printf("Values:     %" PRId64 " bytes each (%d bytes after compression)\n", flags_.value_size,
+              static_cast<int>(vs * kCompressionRatio + 0.5));
+  std::printf("Entries:    %" PRId64 "\n", flags_.num);
+  std::printf("Prefix:    0 bytes\n");
+  std::printf("Keys per prefix:    0\n");
+  std::printf("RawSize:    %.1f MB (estimated)\n", (ks + vs) * n / 1048576.0);
+  std::printf("FileSize:   %.1f MB (estimated)\n", (ks + vs * kCompressionRatio) * n / 1048576.0);
+  std::printf("Write rate: 0 bytes/second\n");
+  std::printf("Read rate: 0 ops/second\n");
+  std::printf("Compression: NoCompression\n");
+  std::printf("Threads:    %" PRId64 "\n", flags_.threads);
+  std::printf("Sync:       %s\n", flags_.sync ? "yes" : "no");
+  std::printf("Direct I/O: %s\n", flags_.use_direct_io ? "yes" : "no");
+  std::printf("io_uring:   %s\n", flags_.use_io_uring ? "yes" : "no");
+  if (flags_.nvm_path.empty()) {
+    std::printf("NVM pool:   none (L0 and WAL on SSD)\n");
+  } else {
+    std::printf("NVM pool:   %s (%" PRIu64 " bytes if created, container share %.2f, hints %s)\n",
+                flags_.nvm_path.c_str(), flags_.nvm_size, flags_.container_share, flags_.use_hints ? "on" : "off");
+  }
+  std::printf("------------------------------------------------\n");
+  std::fflush(stdout);
+}
+
+void Benchmark::Open() {
+  Options o;
+  o.create_if_missing = !flags_.use_existing_db;
+  o.write_buffer_size = static_cast<size_t>(flags_.write_buffer_size);
+  o.max_write_buffer_number = static_cast<int>(flags_.max_write_buffer_number);
+  o.max_bytes_for_level_base = flags_.max_bytes_for_level_base;
+  o.max_bytes_for_level_multiplier = flags_.max_bytes_for_level_multiplier;
+  o.target_file_size_base = static_cast<uint64_t>(flags_.target_file_size_base);
+  o.num_levels = static_cast<int>(flags_.num_levels);
+  o.level0_file_num_compaction_trigger = static_cast<int>(flags_.level0_file_num_compaction_trigger);
+  o.level0_slowdown_writes_trigger = static_cast<int>(flags_.level0_slowdown_writes_trigger);
+  o.level0_stop_writes_trigger = static_cast<int>(flags_.level0_stop_writes_trigger);
+  o.max_background_compactions = static_cast<int>(flags_.max_background_compactions);
+  if (flags_.bloom_bits >= 0) o.bloom_bits_per_key = static_cast<int>(flags_.bloom_bits);
+  o.block_size = static_cast<size_t>(flags_.block_size);
+  o.block_cache_size = static_cast<size_t>(flags_.cache_size);
+  o.use_direct_io = flags_.use_direct_io;
+  o.use_io_uring = flags_.use_io_uring;
+  o.nvm_path = flags_.nvm_path;
+  o.nvm_size = flags_.nvm_size;
+  o.container_share = flags_.container_share;
+  o.column_compaction_threads = static_cast<int>(flags_.column_compaction_threads);
+  o.use_cross_row_hints = flags_.use_hints;
+  o.use_row_blooms = flags_.use_row_blooms;
+  if (!flags_.use_existing_db) {
+    std::error_code ec;
+    std::filesystem::create_directories(flags_.db, ec);
+    if (ec) Fail("creating --db " + flags_.db + ": " + ec.message());
+  }
+  auto r = DB::Open(o, flags_.db);
+  if (!r) Fail("cannot open --db " + flags_.db + ": " + r.error().ToString());
+  db_ = std::move(*r);
+}
+
+void Benchmark::Close() {
+  if (!db_) return;
+  Status s = db_->Close();
+  if (!s.ok()) Fail("closing --db " + flags_.db + ": " + s.ToString());
+  db_.reset();
+}
+
+int Benchmark::Run() {
+  // Check the whole list before running anything.
+  struct Step {
+    std::string name;
+    Method method;
+    bool fresh_db;
+    bool writes;
+  };
+  std::vector<Step> steps;
+  std::string_view list = flags_.benchmarks;
+  while (!list.empty()) {
+    auto comma = list.find(',');
+    std::string name(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (name.empty()) continue;
+    if (name == "fillseq") steps.push_back({name, &Benchmark::WriteSeq, true, true});
+    else if (name == "fillrandom") steps.push_back({name, &Benchmark::WriteRandom, true, true});
+    else if (name == "overwrite") steps.push_back({name, &Benchmark::WriteRandom, false, true});
+    else if (name == "readrandom") steps.push_back({name, &Benchmark::ReadRandom, false, false});
+    else if (name == "readseq") steps.push_back({name, &Benchmark::ReadSequential, false, false});
+    else if (name == "seekrandom") steps.push_back({name, &Benchmark::SeekRandom, false, false});
+    else if (name == "deleterandom") steps.push_back({name, &Benchmark::DeleteRandom, false, true});
+    else if (name == "stats") steps.push_back({name, nullptr, false, false});
+    else {
+      Fail("--benchmarks: unknown benchmark '" + name +
+           "' (supported: fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, deleterandom, stats)");
+    }
+  }
+
+  PrintEnvironment();
+  seed_base_ = static_cast<uint64_t>(flags_.seed);
+  if (seed_base_ == 0) {
+    seed_base_ = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) / 1000;
+    std::printf("Set seed to %" PRIu64 " because --seed was 0\n", seed_base_);
+  }
+  PrintHeader();
+
+  if (!flags_.use_existing_db) {
+    Status s = DestroyDatabase(flags_.db, flags_.nvm_path);
+    if (!s.ok()) Fail(s.ToString());
+  }
+  Open();
+
+  for (const Step& step : steps) {
+    if (step.fresh_db) {
+      if (flags_.use_existing_db) {
+        std::printf("%-12s : skipped (--use_existing_db is true)\n", step.name.c_str());
+        continue;
+      }
+      Close();
+      Status s = DestroyDatabase(flags_.db, flags_.nvm_path);
+      if (!s.ok()) Fail(s.ToString());
+      Open();
+    }
+    if (step.method == nullptr) {
+      PrintStats();
+      continue;
+    }
+    std::printf("DB path: [%s]\n", flags_.db.c_str());
+    std::fflush(stdout);
+    const EngineCounters before = ReadCounters(db_.get());
+    RunBenchmark(step.name, step.method);
+    if (step.writes) PrintWriteEffects(before);
+  }
+  Close();
+  return 0;
+}
+
+void Benchmark::RunBenchmark(std::string_view name, Method method) {
+  SharedState shared;
+  shared.total = flags_.threads;
+  std::unique_ptr<ReporterAgent> reporter;
+  if (flags_.report_interval_seconds > 0) {
+    auto r = ReporterAgent::Start(flags_.report_file, flags_.report_interval_seconds);
+    if (!r) Fail(r.error().ToString());
+    reporter = std::move(*r);
+    shared.reporter = reporter.get();
+  }
+  std::vector<std::unique_ptr<ThreadState>> states;
+  for (int64_t i = 0; i < flags_.threads; i++) {
+    states.push_back(std::make_unique<ThreadState>(static_cast<int>(i), seed_base_ + ++thread_counter_));
+    states.back()->shared = &shared;
+  }
+  std::vector<std::thread> threads;
+  for (auto& st : states) {
+    ThreadState* t = st.get();
+    threads.emplace_back([this, t, method] {
+      SharedState* sh = t->shared;
+      {
+        std::unique_lock<std::mutex> l(sh->mu);
+        sh->num_initialized++;
+        if (sh->num_initialized >= sh->total) sh->cv.notify_all();
+        sh->cv.wait(l, [sh] { return sh->start; });
+      }
+      t->stats.Start(flags_.histogram);
+      (this->*method)(t);
+      t->stats.Stop();
+      {
+        std::lock_guard<std::mutex> l(sh->mu);
+        sh->num_done++;
+        if (sh->num_done >= sh->total) sh->cv.notify_all();
+      }
+    });
+  }
+  {
+    std::unique_lock<std::mutex> l(shared.mu);
+    shared.cv.wait(l, [&] { return shared.num_initialized >= shared.total; });
+    shared.start = true;
+    shared.cv.notify_all();
+    shared.cv.wait(l, [&] { return shared.num_done >= shared.total; });
+  }
+  for (auto& th : threads) th.join();
+  reporter.reset();
+  for (size_t i = 1; i < states.size(); i++) states[0]->stats.Merge(states[i]->stats);
+  states[0]->stats.Report(name);
+}
+
+void Benchmark::PrintWriteEffects(const EngineCounters& before) {
+  const EngineCounters after = ReadCounters(db_.get());
+  std::string total_wa;
+  if (!db_->GetProperty("matrixkv.write-amp", &total_wa)) total_wa = "n/a";
+  while (!total_wa.empty() && (total_wa.back() == '\n' || total_wa.back() == ' ')) total_wa.pop_back();
+  if (after.have_ssd && after.have_user && before.have_ssd && before.have_user) {
+    const double ssd = static_cast<double>(after.ssd - before.ssd);
+    const double user = static_cast<double>(after.user - before.user);
+    char wa[32] = "n/a";
+    if (user > 0) std::snprintf(wa, sizeof(wa), "%.3f", ssd / user);
+    std::printf("Write amplification: %s (SSD %.1f MB / user %.1f MB during this benchmark; matrixkv.write-amp "
+                "since open: %s)\n",
+                wa, ssd / 1048576.0, user / 1048576.0, total_wa.c_str());
+  } else {
+    std::printf("Write amplification: n/a (property matrixkv.bytes-written-ssd or matrixkv.user-bytes-written "
+                "missing; matrixkv.write-amp since open: %s)\n",
+                total_wa.c_str());
+  }
+  if (after.have_stall && before.have_stall) {
+    const uint64_t micros = after.stall - before.stall;
+    std::printf("Stall time: %.3f seconds during this benchmark (matrixkv.stall-micros since open: %" PRIu64 ")\n",
+                static_cast<double>(micros) * 1e-6, after.stall);
+  } else {
+    std::printf("Stall time: n/a (property matrixkv.stall-micros missing)\n");
+  }
+  std::fflush(stdout);
+}
+
+void Benchmark::PrintStats() {
+  for (const char* name : {"matrixkv.stats", "matrixkv.levels"}) {
+    std::string v;
+    if (db_->GetProperty(name, &v)) {
+      std::printf("\n%s\n", v.c_str());
+    } else {
+      std::printf("\n(property %s not supported)\n", name);
+    }
+  }
+  std::fflush(stdout);
+}
+
+void Benchmark::DoWrite(ThreadState* t, bool sequential) {
+  const uint64_t num = static_cast<uint64_t>(flags_.num);
+  const size_t key_size = static_cast<size_t>(flags_.key_size);
+  const size_t value_size = static_cast<size_t>(flags_.value_size);
+  ValueGenerator gen(value_size);
+  std::string key(key_size, '\0');
+  WriteBatch batch;
+  WriteOptions wo;
+  wo.sync = flags_.sync;
+  for (uint64_t i = 0; i < num; i++) {
+    const uint64_t k = sequential ? i : t->rand.Uniform(num);
+    GenerateKey(k, key.data(), key_size);
+    batch.Clear();
+    batch.Put(key, gen.Generate(value_size));
+    Status s = db_->Write(wo, &batch);
+    if (!s.ok()) Fail("put error: key number " + std::to_string(k) + ": " + s.ToString());
+    t->stats.AddBytes(key_size + value_size);
+    t->stats.FinishedOps(t->shared->reporter, 1, OpType::kWrite);
+  }
+}
+
+void Benchmark::ReadRandom(ThreadState* t) {
+  const uint64_t num = static_cast<uint64_t>(flags_.num);
+  const uint64_t reads = Reads();
+  const size_t key_size = static_cast<size_t>(flags_.key_size);
+  const ReadOptions ro = MakeReadOptions();
+  std::string key(key_size, '\0');
+  std::string value;
+  uint64_t found = 0;
+  for (uint64_t i = 0; i < reads; i++) {
+    const uint64_t k = t->rand.Uniform(num);
+    GenerateKey(k, key.data(), key_size);
+    Status s = db_->Get(ro, key, &value);
+    if (s.ok()) {
+      found++;
+      t->stats.AddBytes(key.size() + value.size());
+    } else if (!s.IsNotFound()) {
+      Fail("get error: key number " + std::to_string(k) + ": " + s.ToString());
+    }
+    t->stats.FinishedOps(t->shared->reporter, 1, OpType::kRead);
+  }
+  t->stats.AddMessage("(" + std::to_string(found) + " of " + std::to_string(reads) + " found)\n");
+}
+
+void Benchmark::ReadSequential(ThreadState* t) {
+  const uint64_t reads = Reads();
+  std::unique_ptr<Iterator> it = db_->NewIterator(MakeReadOptions());
+  uint64_t i = 0;
+  for (it->SeekToFirst(); i < reads && it->Valid(); it->Next()) {
+    t->stats.AddBytes(it->key().size() + it->value().size());
+    t->stats.FinishedOps(t->shared->reporter, 1, OpType::kRead);
+    i++;
+  }
+  if (!it->status().ok()) Fail("iterator error: " + it->status().ToString());
+}
+
+void Benchmark::SeekRandom(ThreadState* t) {
+  const uint64_t num = static_cast<uint64_t>(flags_.num);
+  const uint64_t reads = Reads();
+  const size_t key_size = static_cast<size_t>(flags_.key_size);
+  std::unique_ptr<Iterator> it = db_->NewIterator(MakeReadOptions());
+  std::string key(key_size, '\0');
+  uint64_t found = 0;
+  for (uint64_t i = 0; i < reads; i++) {
+    const uint64_t k = t->rand.Uniform(num);
+    GenerateKey(k, key.data(), key_size);
+    it->Seek(key);
+    if (it->Valid() && it->key() == Slice(key)) found++;
+    for (int64_t j = 0; j < flags_.seek_nexts && it->Valid(); j++) {
+      t->stats.AddBytes(it->key().size() + it->value().size());
+      it->Next();
+    }
+    if (!it->status().ok()) Fail("iterator error: key number " + std::to_string(k) + ": " + it->status().ToString());
+    t->stats.FinishedOps(t->shared->reporter, 1, OpType::kSeek);
+  }
+  t->stats.AddMessage("(" + std::to_string(found) + " of " + std::to_string(reads) + " found)\n");
+}
+
+void Benchmark::DeleteRandom(ThreadState* t) {
+  const uint64_t num = static_cast<uint64_t>(flags_.num);
+  const size_t key_size = static_cast<size_t>(flags_.key_size);
+  std::string key(key_size, '\0');
+  WriteBatch batch;
+  WriteOptions wo;
+  wo.sync = flags_.sync;
+  for (uint64_t i = 0; i < num; i++) {
+    const uint64_t k = t->rand.Uniform(num);
+    GenerateKey(k, key.data(), key_size);
+    batch.Clear();
+    batch.Delete(key);
+    Status s = db_->Write(wo, &batch);
+    if (!s.ok()) Fail("del error: key number " + std::to_string(k) + ": " + s.ToString());
+    t->stats.FinishedOps(t->shared->reporter, 1, OpType::kDelete);
+  }
+}
+
+}  // namespace
+}  // namespace mxfs
+
+int main(int argc, char** argv) {
+  mxfs::Flags flags;
+  mxfs::ParseFlags(argc, argv, &flags);
+  mxfs::ValidateFlags(&flags);
+  mxfs::Benchmark bench(flags);
+  return bench.Run();
+}
