@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# kv_vs_rocksdb.sh: MatrixKV (kvbench) and RocksDB (db_bench) side by side on
+# the same workload, on the same disk, one after the other.
+#
+# What it runs, in this order (one thread, no compression, fixed seed):
+#   1. kvbench  --benchmarks=fillrandom,stats   on a fresh DIR/kvbench
+#   2. db_bench --benchmarks=fillrandom,stats   on a fresh DIR/rocksdb
+#   3. kvbench  --benchmarks=readrandom --use_existing_db=1  on DIR/kvbench
+#   4. db_bench --benchmarks=readrandom --use_existing_db=1  on DIR/rocksdb
+# Both get the same --num, --key_size, --value_size, --write_buffer_size,
+# --max_bytes_for_level_base, --target_file_size_base, --bloom_bits,
+# --cache_size, --sync and --histogram=1; db_bench also gets
+# --compression_type=none --statistics=1.
+#
+# Then it prints a Markdown table: ops/s, MB/s, P50/P99/P99.9 (from the
+# db_bench-layout histograms) for fillrandom and readrandom, keys found,
+# write amplification, stall time and the size of each DB directory after
+# the fill, plus the targets (kvbench fill ops/s >= db_bench with P99.9 no
+# worse; readrandom ops/s >= 0.8x db_bench).
+#
+# Write amplification, measured at the end of fillrandom (pending flushes
+# and compactions are not waited for, on either side):
+#   kvbench:  its "Write amplification:" line, i.e. the DB properties
+#             matrixkv.bytes-written-ssd / matrixkv.user-bytes-written
+#             accumulated during fillrandom.
+#   RocksDB:  (rocksdb.flush.write.bytes + rocksdb.compact.write.bytes) /
+#             (rocksdb.number.keys.written * (key_size + value_size)),
+#             the tickers of --statistics; WAL bytes (rocksdb.wal.bytes) are
+#             shown separately as "incl. WAL".
+# Stall time: kvbench's "Stall time:" line (matrixkv.stall-micros);
+#             RocksDB's rocksdb.stall.micros ticker.
+#
+# Usage: tools/bench/kv_vs_rocksdb.sh [options]
+#   --num N                       keys written by fillrandom (500000)
+#   --reads N                     readrandom reads (default: --num)
+#   --key_size B                  (16)
+#   --value_size B                (4096)
+#   --write_buffer_size B         memtable size (67108864)
+#   --max_bytes_for_level_base B  (268435456)
+#   --target_file_size_base B     (67108864)
+#   --bloom_bits N                (10)
+#   --cache_size B                block cache (8388608, db_bench's default)
+#   --sync 0|1                    sync every write (0)
+#   --direct                      O_DIRECT on both: kvbench --use_direct_io=1,
+#                                 db_bench --use_direct_reads=1
+#                                 --use_direct_io_for_flush_and_compaction=1
+#   --drop_caches                 sync and drop the page cache before each
+#                                 readrandom (needs root; says if it failed)
+#   --dir DIR                     where the two DBs and the logs go
+#                                 (default: <repo>/var/bench); both DBs live
+#                                 on this one filesystem
+#   --kvbench PATH                (default: $KVBENCH, else <repo>/build/bin/kvbench)
+#   --db_bench PATH               (default: db_bench from PATH)
+#   --seed N                      (1)
+#   --keep                        keep the two DBs afterwards (default: deleted)
+#
+# Logs of the four runs stay in DIR/logs/. Exit status: 0 when all four runs
+# succeeded (whether or not the targets are met), 1 otherwise, 2 on bad usage.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+num=500000
+reads=
+key_size=16
+value_size=4096
+write_buffer_size=$((64 << 20))
+max_bytes_for_level_base=$((256 << 20))
+target_file_size_base=$((64 << 20))
+bloom_bits=10
+cache_size=$((8 << 20))
+sync=0
+direct=0
+drop_caches=0
+dir="$repo/var/bench"
+kvbench=${KVBENCH:-$repo/build/bin/kvbench}
+db_bench=db_bench
+seed=1
+keep=0
+
+usage() {
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+  exit 2
+}
+die() {
+  echo "kv_vs_rocksdb.sh: $*" >&2
+  exit 1
+}
+need_int() {  # flag value
+  [[ $2 =~ ^[0-9]+$ ]] || { echo "kv_vs_rocksdb.sh: $1: expected a non-negative integer, got '$2'" >&2; exit 2; }
+}
+
+while [ $# -gt 0 ]; do
+  arg=$1
+  shift
+  val=
+  case $arg in
+    --*=*) val=${arg#*=}; arg=${arg%%=*} ;;
+  esac
+  case $arg in
+    --direct) direct=1; continue ;;
+    --drop_caches) drop_caches=1; continue ;;
+    --keep) keep=1; continue ;;
+    -h|--help) usage ;;
+  esac
+  if [ -z "$val" ]; then
+    [ $# -gt 0 ] || { echo "kv_vs_rocksdb.sh: $arg needs a value" >&2; exit 2; }
+    val=$1
+    shift
+  fi
+  case $arg in
+    --num) need_int "$arg" "$val"; num=$val ;;
+    --reads) need_int "$arg" "$val"; reads=$val ;;
+    --key_size) need_int "$arg" "$val"; key_size=$val ;;
+    --value_size) need_int "$arg" "$val"; value_size=$val ;;
+    --write_buffer_size) need_int "$arg" "$val"; write_buffer_size=$val ;;
+    --max_bytes_for_level_base) need_int "$arg" "$val"; max_bytes_for_level_base=$val ;;
+    --target_file_size_base) need_int "$arg" "$val"; target_file_size_base=$val ;;
+    --bloom_bits) need_int "$arg" "$val"; bloom_bits=$val ;;
+    --cache_size) need_int "$arg" "$val"; cache_size=$val ;;
+    --sync) [[ $val == 0 || $val == 1 ]] || { echo "kv_vs_rocksdb.sh: --sync: expected 0 or 1, got '$val'" >&2; exit 2; }; sync=$val ;;
+    --seed) need_int "$arg" "$val"; seed=$val ;;
+    --dir) dir=$val ;;
+    --kvbench) kvbench=$val ;;
+    --db_bench) db_bench=$val ;;
+    *) echo "kv_vs_rocksdb.sh: unknown option $arg (--help lists them)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$reads" ] || reads=$num
+[ -x "$kvbench" ] || die "kvbench not found at $kvbench (build it: make build/bin/kvbench, or pass --kvbench PATH)"
+command -v "$db_bench" >/dev/null || die "db_bench not found (Debian package rocksdb-tools), or pass --db_bench PATH"
+
+mkdir -p "$dir/logs"
+dir=$(cd "$dir" && pwd)
+kvdir=$dir/kvbench
+rdir=$dir/rocksdb
+logs=$dir/logs
+# Only our own two subdirectories are ever deleted.
+rm -rf "$kvdir" "$rdir"
+mkdir -p "$kvdir" "$rdir"
+
+common=(--num="$num" --key_size="$key_size" --value_size="$value_size"
+  --write_buffer_size="$write_buffer_size" --max_bytes_for_level_base="$max_bytes_for_level_base"
+  --target_file_size_base="$target_file_size_base" --bloom_bits="$bloom_bits" --cache_size="$cache_size"
+  --sync="$sync" --threads=1 --histogram=1 --seed="$seed" --compression_type=none)
+kv_only=()
+rocks_only=(--statistics=1)
+if [ "$direct" = 1 ]; then
+  kv_only+=(--use_direct_io=1)
+  rocks_only+=(--use_direct_reads=1 --use_direct_io_for_flush_and_compaction=1)
+fi
+
+run() {  # log-name command...
+  local name=$1 log=$logs/$1.log
+  shift
+  echo "+ $*" >"$log"
+  echo "== $(date -u +%H:%M:%S) $name (log: $log)" >&2
+  if ! "$@" >>"$log" 2>"$log.stderr"; then
+    tail -5 "$log.stderr" >&2
+    die "$1 failed; see $log and $log.stderr"
+  fi
+}
+
+drop() {
+  [ "$drop_caches" = 1 ] || return 0
+  sync
+  if echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+    echo "== page cache dropped" >&2
+  else
+    echo "== could not drop the page cache (not root?); readrandom may hit it" >&2
+    drop_failed=1
+  fi
+}
+drop_failed=0
+
+started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+run kvbench_fill "$kvbench" --benchmarks=fillrandom,stats --db="$kvdir" "${common[@]}" "${kv_only[@]}"
+run db_bench_fill "$db_bench" --benchmarks=fillrandom,stats --db="$rdir" "${common[@]}" "${rocks_only[@]}"
+kv_size=$(du -sb "$kvdir" | cut -f1)
+r_size=$(du -sb "$rdir" | cut -f1)
+drop
+run kvbench_read "$kvbench" --benchmarks=readrandom --use_existing_db=1 --reads="$reads" --db="$kvdir" \
+  "${common[@]}" "${kv_only[@]}"
+drop
+run db_bench_read "$db_bench" --benchmarks=readrandom --use_existing_db=1 --reads="$reads" --db="$rdir" \
+  "${common[@]}" "${rocks_only[@]}"
+finished=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+
+# ---- parsing ----------------------------------------------------------------
+# result_field LOG BENCH N: the Nth number of the "BENCH   : ..." line
+# (1 micros/op, 2 ops/sec, 3 seconds, 4 operations, 5 MB/s).
+result_field() {
+  awk -v b="$2" -v n="$3" '$1 == b && $2 == ":" {
+    split("", v); k = 0
+    for (i = 3; i <= NF; i++) if ($i ~ /^[0-9.]+$/) v[++k] = $i
+    print v[n]; exit }' "$1"
+}
+# percentile LOG P: "P50" etc. from the first Percentiles: line.
+percentile() {
+  awk -v p="$2:" '/^Percentiles:/ { for (i = 1; i < NF; i++) if ($i == p) { print $(i + 1); exit } }' "$1"
+}
+found() { sed -nE 's/.*\(([0-9]+) of ([0-9]+) found\).*/\1 of \2/p' "$1" | head -1; }
+ticker() { awk -v t="$2" '$1 == t && $2 == "COUNT" { print $4; exit }' "$1"; }
+
+kf=$logs/kvbench_fill.log
+rf=$logs/db_bench_fill.log
+kr=$logs/kvbench_read.log
+rr=$logs/db_bench_read.log
+
+kv_wa=$(sed -nE 's/^Write amplification: ([0-9.]+|n\/a).*/\1/p' "$kf" | head -1)
+kv_stall=$(sed -nE 's/^Stall time: ([0-9.]+) seconds.*/\1/p' "$kf" | head -1)
+r_flush=$(ticker "$rf" rocksdb.flush.write.bytes)
+r_comp=$(ticker "$rf" rocksdb.compact.write.bytes)
+r_wal=$(ticker "$rf" rocksdb.wal.bytes)
+r_keys=$(ticker "$rf" rocksdb.number.keys.written)
+r_stall=$(ticker "$rf" rocksdb.stall.micros)
+r_wa=$(awk -v f="${r_flush:-0}" -v c="${r_comp:-0}" -v k="${r_keys:-0}" -v s=$((key_size + value_size)) \
+  'BEGIN { if (k > 0) printf "%.3f", (f + c) / (k * s); else print "n/a" }')
+r_wa_wal=$(awk -v f="${r_flush:-0}" -v c="${r_comp:-0}" -v w="${r_wal:-0}" -v k="${r_keys:-0}" \
+  -v s=$((key_size + value_size)) 'BEGIN { if (k > 0) printf "%.3f", (f + c + w) / (k * s); else print "n/a" }')
+r_stall_s=$(awk -v m="${r_stall:-0}" 'BEGIN { printf "%.3f", m / 1e6 }')
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2fx", a / b; else print "-" }'; }
+row() { printf '| %s | %s | %s | %s |\n' "$1" "${2:-?}" "${3:-?}" "${4:-}"; }
+mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+
+kfo=$(result_field "$kf" fillrandom 2); rfo=$(result_field "$rf" fillrandom 2)
+kfm=$(result_field "$kf" fillrandom 5); rfm=$(result_field "$rf" fillrandom 5)
+kro=$(result_field "$kr" readrandom 2); rro=$(result_field "$rr" readrandom 2)
+krm=$(result_field "$kr" readrandom 5); rrm=$(result_field "$rr" readrandom 5)
+kf999=$(percentile "$kf" P99.9); rf999=$(percentile "$rf" P99.9)
+
+echo
+echo "kvbench vs db_bench: fillrandom then readrandom; $num keys of $key_size B, values of $value_size B;"
+echo "write_buffer_size $write_buffer_size, max_bytes_for_level_base $max_bytes_for_level_base,"
+echo "target_file_size_base $target_file_size_base, bloom_bits $bloom_bits, cache_size $cache_size;"
+echo "1 thread, no compression, sync=$sync, seed $seed; direct I/O (O_DIRECT): $([ "$direct" = 1 ] && echo yes || echo 'no (page cache in use)');"
+if [ "$drop_caches" = 1 ]; then
+  echo "page cache dropped before each readrandom: $([ "$drop_failed" = 0 ] && echo yes || echo 'tried, failed')."
+fi
+if grep -q 'Assertions are enabled' "$rf"; then
+  echo "note: this db_bench build has assertions enabled (it prints so); RocksDB pays for them here."
+fi
+echo "ran $started .. $finished in $dir ($(df -PT "$dir" | awk 'NR==2 {print $2}'))."
+echo
+row "metric" "kvbench (MatrixKV)" "db_bench (RocksDB $("$db_bench" --version 2>/dev/null | awk '{print $NF}'))" "kvbench / db_bench"
+echo "|---|---:|---:|---:|"
+row "fillrandom ops/s" "$kfo" "$rfo" "$(ratio "$kfo" "$rfo")"
+row "fillrandom MB/s" "$kfm" "$rfm" "$(ratio "$kfm" "$rfm")"
+for p in P50 P99 P99.9; do
+  a=$(percentile "$kf" "$p"); b=$(percentile "$rf" "$p")
+  row "fillrandom $p (us)" "$a" "$b" "$(ratio "$a" "$b")"
+done
+row "write amplification (end of fill)" "$kv_wa" "$r_wa (incl. WAL $r_wa_wal)" "$(ratio "$kv_wa" "$r_wa")"
+row "stall time during fill (s)" "$kv_stall" "$r_stall_s" ""
+row "DB size after fill (MB)" "$(mb "$kv_size")" "$(mb "$r_size")" "$(ratio "$kv_size" "$r_size")"
+row "readrandom ops/s" "$kro" "$rro" "$(ratio "$kro" "$rro")"
+row "readrandom MB/s" "$krm" "$rrm" "$(ratio "$krm" "$rrm")"
+for p in P50 P99 P99.9; do
+  a=$(percentile "$kr" "$p"); b=$(percentile "$rr" "$p")
+  row "readrandom $p (us)" "$a" "$b" "$(ratio "$a" "$b")"
+done
+row "readrandom found" "$(found "$kr")" "$(found "$rr")" ""
+echo
+verdict() { if [ "$1" = 1 ]; then echo met; else echo MISSED; fi; }
+t1=$(awk -v a="${kfo:-0}" -v b="${rfo:-0}" 'BEGIN { print (a >= b && b > 0) ? 1 : 0 }')
+t2=$(awk -v a="${kf999:-0}" -v b="${rf999:-0}" 'BEGIN { print (a <= b && a > 0) ? 1 : 0 }')
+t3=$(awk -v a="${kro:-0}" -v b="${rro:-0}" 'BEGIN { print (a >= 0.8 * b && b > 0) ? 1 : 0 }')
+echo "target fillrandom ops/s >= db_bench: $(verdict "$t1") ($kfo vs $rfo)"
+echo "target fillrandom P99.9 <= db_bench: $(verdict "$t2") ($kf999 vs $rf999 us)"
+echo "target readrandom ops/s >= 0.8x db_bench: $(verdict "$t3") ($kro vs $rro)"
+echo "logs: $logs"
+
+if [ "$keep" = 0 ]; then
+  rm -rf "$kvdir" "$rdir"
+fi
