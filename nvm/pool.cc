@@ -34,7 +34,7 @@ std::string Fmt(const char* fmt, ...) {
 
 Status Pmem2Error(const std::string& path, const char* what, int rc) {
   return Status::IOError(Fmt("pool %s: %s failed: %s", path.c_str(), what, pmem2_errormsg()),
-                         -pmem2_err_to_errno(rc));
+                         rc < 0 && rc > -4096 ? -rc : 0);  // PMEM2_E_* codes carry no errno
 }
 
 enum class HeaderCheck { kOk, kBadMagic, kBadChecksum };
