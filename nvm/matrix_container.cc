@@ -1,0 +1,650 @@
+#include "nvm/matrix_container.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "base/coding.h"
+#include "base/hash.h"
+#include "base/logging.h"
+#include "nvm/kill_point.h"
+
+namespace mxfs {
+
+namespace {
+
+constexpr char kRootMagic[8] = {'M', 'X', 'F', 'S', 'M', 'T', 'R', 'X'};
+constexpr uint32_t kRootVersion = 1;
+constexpr uint64_t kCompactedValid = uint64_t{1} << 31;
+
+// Merges children in comparator order; on equal keys the lower index (the
+// newer row) comes first. Seek may be routed through a positioning function
+// (the container's hinted Locate).
+class MergingIterator final : public Iterator {
+ public:
+  using Locator = std::function<std::vector<uint32_t>(const Slice&)>;
+  MergingIterator(const Comparator* cmp, std::vector<std::unique_ptr<RowTableIterator>> children, Locator locate)
+      : cmp_(cmp), children_(std::move(children)), locate_(std::move(locate)) {}
+
+  bool Valid() const override { return current_ != nullptr; }
+  void SeekToFirst() override {
+    for (auto& c : children_) c->SeekToFirst();
+    FindSmallest();
+    forward_ = true;
+  }
+  void SeekToLast() override {
+    for (auto& c : children_) c->SeekToLast();
+    FindLargest();
+    forward_ = false;
+  }
+  void Seek(const Slice& target) override {
+    if (locate_) {
+      std::vector<uint32_t> pos = locate_(target);
+      for (size_t i = 0; i < children_.size(); i++) children_[i]->SeekToIndex(pos[i]);
+    } else {
+      for (auto& c : children_) c->Seek(target);
+    }
+    FindSmallest();
+    forward_ = true;
+  }
+  void Next() override {
+    if (!forward_) {
+      std::string k = key().ToString();
+      for (auto& c : children_) {
+        if (c.get() == current_) continue;
+        c->Seek(k);
+        // Equal keys go newest (lowest index) first: newer children holding k
+        // are behind us, older ones still ahead.
+        if (c->Valid() && cmp_->Compare(k, c->key()) == 0 && Index(c.get()) < Index(current_)) c->Next();
+      }
+      forward_ = true;
+    }
+    current_->Next();
+    FindSmallest();
+  }
+  void Prev() override {
+    if (forward_) {
+      std::string k = key().ToString();
+      for (auto& c : children_) {
+        if (c.get() == current_) continue;
+        c->Seek(k);
+        if (c->Valid() && cmp_->Compare(k, c->key()) == 0 && Index(c.get()) < Index(current_)) continue;
+        if (c->Valid()) c->Prev();
+        else c->SeekToLast();
+      }
+      forward_ = false;
+    }
+    current_->Prev();
+    FindLargest();
+  }
+  Slice key() const override { return current_->key(); }
+  Slice value() const override { return current_->value(); }
+  Status status() const override { return Status::OK(); }
+
+ private:
+  size_t Index(const RowTableIterator* it) const {
+    for (size_t i = 0; i < children_.size(); i++)
+      if (children_[i].get() == it) return i;
+    return children_.size();
+  }
+  void FindSmallest() {
+    current_ = nullptr;
+    for (auto& c : children_) {
+      if (c->Valid() && (current_ == nullptr || cmp_->Compare(c->key(), current_->key()) < 0)) current_ = c.get();
+    }
+  }
+  void FindLargest() {
+    current_ = nullptr;
+    for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
+      auto& c = *it;
+      if (c->Valid() && (current_ == nullptr || cmp_->Compare(c->key(), current_->key()) > 0)) current_ = c.get();
+    }
+  }
+
+  const Comparator* cmp_;
+  std::vector<std::unique_ptr<RowTableIterator>> children_;
+  Locator locate_;
+  RowTableIterator* current_ = nullptr;
+  bool forward_ = true;
+};
+
+std::string Hex8(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof(b), "0x%08x", v);
+  return b;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// ContainerVersion
+
+ContainerVersion::~ContainerVersion() {
+  for (auto [first, n] : release_) {
+    Status s = allocator_->Free(first, n);
+    if (!s.ok()) MXFS_LOG_ERROR("matrix container: %s", s.ToString().c_str());
+  }
+}
+
+std::vector<uint32_t> ContainerVersion::Locate(const Slice& target) const {
+  std::vector<uint32_t> out(rows_.size());
+  bool have_hint = false;
+  uint32_t wlo = 0, whi = 0;
+  for (size_t i = 0; i < rows_.size(); i++) {
+    const RowTable& t = *rows_[i].table;
+    const uint32_t n = t.num_entries();
+    uint32_t full = have_hint ? t.LowerBound(target, std::min(wlo, n), std::min(whi, n)) : t.LowerBound(target);
+    out[i] = std::max(full, rows_[i].start);
+    have_hint = use_hints_ && i + 1 < rows_.size() && rows_[i + 1].table->row_id() == t.prev_row_id();
+    if (have_hint) {
+      wlo = full > 0 ? t.Forward(full - 1) : 0;
+      whi = full < n ? t.Forward(full) : rows_[i + 1].table->num_entries();
+    }
+  }
+  return out;
+}
+
+void ContainerVersion::Get(const Slice& target,
+                           const std::function<bool(const Slice& key, const Slice& value)>& found) const {
+  bool have_hint = false;
+  uint32_t wlo = 0, whi = 0;
+  for (size_t i = 0; i < rows_.size(); i++) {
+    const RowTable& t = *rows_[i].table;
+    const uint32_t n = t.num_entries();
+    if (use_blooms_ && !t.KeyMayMatch(target)) {
+      have_hint = false;
+      continue;
+    }
+    uint32_t full = have_hint ? t.LowerBound(target, std::min(wlo, n), std::min(whi, n)) : t.LowerBound(target);
+    uint32_t p = std::max(full, rows_[i].start);
+    if (p < n && found(t.Key(p), t.Value(p))) return;
+    have_hint = use_hints_ && i + 1 < rows_.size() && rows_[i + 1].table->row_id() == t.prev_row_id();
+    if (have_hint) {
+      wlo = full > 0 ? t.Forward(full - 1) : 0;
+      whi = full < n ? t.Forward(full) : rows_[i + 1].table->num_entries();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Stats
+
+std::string ContainerStats::ToString() const {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "receiver: %u rows, %" PRIu64 " bytes, %u pages\ncompactor: %u rows, %" PRIu64
+                " bytes\npages: %u total, %u used, %u free\ncolumns compacted: %" PRIu64 "\nswitches: %" PRIu64 "\n",
+                receiver_rows, receiver_bytes, receiver_pages, compactor_rows, compactor_bytes, pages_total,
+                pages_used, pages_free, columns_compacted, switches);
+  return std::string(buf) + "compacted-up-to: " + Slice(compacted_key).ToEscaped() + "\n";
+}
+
+// ---------------------------------------------------------------------------
+// MatrixContainer
+
+MatrixContainer::MatrixContainer(Pool* pool, const ContainerOptions& options) : pool_(pool), options_(options) {
+  row_options_.comparator = options.comparator;
+  row_options_.filter_key = options.filter_key;
+  row_options_.bloom_bits_per_key = options.bloom_bits_per_key;
+}
+
+MatrixContainer::~MatrixContainer() = default;
+
+std::string MatrixContainer::Where(uint32_t first_page) const {
+  return "pool " + pool_->path() + " offset " + std::to_string(pool_->OffsetOf(DataPage(first_page))) + " (page " +
+         std::to_string(first_page) + ")";
+}
+
+Status MatrixContainer::Format(Pool* pool) {
+  const PoolHeader& h = pool->header();
+  if (h.container_size < uint64_t{kContainerRootPages + 1} * kPoolPageSize) {
+    return Status::InvalidArgument("matrix container region of pool " + pool->path() + " is " +
+                                   std::to_string(h.container_size) + " bytes; it needs at least " +
+                                   std::to_string((kContainerRootPages + 1) * kPoolPageSize));
+  }
+  uint64_t pages = h.container_size / kPoolPageSize - kContainerRootPages;
+  if (pages > UINT32_MAX) return Status::InvalidArgument("matrix container has more than 2^32 pages");
+  char* root = pool->At(h.container_offset);
+  char hdr[32] = {};
+  std::memcpy(hdr, kRootMagic, 8);
+  EncodeFixed32(hdr + 8, kRootVersion);
+  EncodeFixed32(hdr + 12, kContainerRootPages);
+  EncodeFixed32(hdr + 16, static_cast<uint32_t>(pages));
+  EncodeFixed32(hdr + 20, kContainerRowSlots);
+  EncodeFixed32(hdr + 24, Checksum32(hdr, 24));
+  pool->ZeroNoDrain(root, uint64_t{kContainerRootPages} * kPoolPageSize);
+  pool->Drain();
+  pool->CopyNoDrain(root, std::span<const char>(hdr));
+  pool->Drain();
+  return Status::OK();
+}
+
+Result<std::unique_ptr<MatrixContainer>> MatrixContainer::Open(Pool* pool, const ContainerOptions& options) {
+  const PoolHeader& h = pool->header();
+  std::unique_ptr<MatrixContainer> c(new MatrixContainer(pool, options));  // private constructor
+  c->root_ = pool->At(h.container_offset);
+  const std::string where = "matrix container root in pool " + pool->path() + " at offset " +
+                            std::to_string(h.container_offset);
+  const char* r = c->root_;
+  if (std::memcmp(r, kRootMagic, 8) != 0) return Err(Status::Corruption(where + ": bad magic (expected \"MXFSMTRX\"; not formatted?)"));
+  uint32_t stored = DecodeFixed32(r + 24), computed = Checksum32(r, 24);
+  if (stored != computed) {
+    return Err(Status::Corruption(where + ": checksum mismatch: stored " + Hex8(stored) + ", computed " + Hex8(computed)));
+  }
+  if (DecodeFixed32(r + 8) != kRootVersion) {
+    return Err(Status::NotSupported(where + ": version " + std::to_string(DecodeFixed32(r + 8)) + ", expected 1"));
+  }
+  uint64_t expect_pages = h.container_size / kPoolPageSize - kContainerRootPages;
+  if (DecodeFixed32(r + 12) != kContainerRootPages || DecodeFixed32(r + 20) != kContainerRowSlots ||
+      DecodeFixed32(r + 16) != expect_pages) {
+    return Err(Status::Corruption(where + ": geometry " + std::to_string(DecodeFixed32(r + 16)) +
+                                  " data pages does not match the region's " + std::to_string(expect_pages)));
+  }
+  c->data_pages_ = static_cast<uint32_t>(expect_pages);
+  c->data_ = c->root_ + uint64_t{kContainerRootPages} * kPoolPageSize;
+  c->allocator_ = std::make_shared<PageAllocator>(c->data_pages_);
+  c->slot_row_.assign(kContainerRowSlots, 0);
+  c->slot_reserved_.assign(kContainerRowSlots, false);
+  c->boundary_ = Pool::LoadWord(c->BoundaryWord());
+
+  uint64_t cw = Pool::LoadWord(c->CompactedWord());
+  auto v = std::shared_ptr<ContainerVersion>(new ContainerVersion());
+  v->comparator_ = options.comparator;
+  v->use_hints_ = options.use_hints;
+  v->use_blooms_ = options.use_blooms;
+  v->allocator_ = c->allocator_;
+  c->key_buffer_ = static_cast<int>((cw >> 16) & 1);
+  if ((cw & kCompactedValid) && (cw >> 32) == (c->boundary_ & 0xffffffffu)) {
+    uint32_t len = static_cast<uint32_t>(cw & 0xffff);
+    if (len > kMaxCompactedKey) return Err(Status::Corruption(where + ": compacted key length " + std::to_string(len)));
+    v->compacted_key_.assign(c->KeyBuffer(c->key_buffer_), len);
+    v->has_compacted_key_ = true;
+  }
+
+  uint64_t max_id = 0;
+  for (uint32_t s = 0; s < kContainerRowSlots; s++) {
+    uint64_t id = Pool::LoadWord(c->SlotCommit(s));
+    if (id == 0) continue;
+    uint64_t loc = Pool::LoadWord(c->SlotLocation(s));
+    uint32_t first = static_cast<uint32_t>(loc), count = static_cast<uint32_t>(loc >> 32);
+    if (count == 0 || uint64_t{first} + count > c->data_pages_) {
+      return Err(Status::Corruption(where + ": slot " + std::to_string(s) + " (row " + std::to_string(id) +
+                                    ") lists pages [" + std::to_string(first) + ", " +
+                                    std::to_string(uint64_t{first} + count) + ") outside the " +
+                                    std::to_string(c->data_pages_) + " data pages"));
+    }
+    auto t = RowTable::Open(c->row_options_, c->DataPage(first), first, count, id, c->Where(first));
+    if (!t) return Err(t.error());
+    RowRef ref;
+    ref.table = *t;
+    ref.compactor = id <= c->boundary_;
+    if (ref.compactor && v->has_compacted_key_) {
+      ref.start = ref.table->LowerBound(v->compacted_key_);
+      if (ref.start >= ref.table->num_entries()) {
+        // Wholly compacted before the crash: finish unlinking it.
+        c->pool_->PublishWord(c->SlotCommit(s), 0);
+        continue;
+      }
+      ref.freed_data_pages = ref.table->DataPagesBelow(ref.start);
+    }
+    const RowTable& rt = *ref.table;
+    Status st = c->allocator_->MarkUsed(first, rt.meta_pages());
+    uint32_t live_data = rt.data_pages() - ref.freed_data_pages;
+    if (st.ok() && live_data > 0) st = c->allocator_->MarkUsed(first + rt.meta_pages() + ref.freed_data_pages, live_data);
+    if (!st.ok()) return Err(st.WithContext(where + ", row " + std::to_string(id)));
+    c->slot_row_[s] = id;
+    max_id = std::max(max_id, id);
+    v->rows_.push_back(std::move(ref));
+  }
+  std::sort(v->rows_.begin(), v->rows_.end(),
+            [](const RowRef& a, const RowRef& b) { return a.table->row_id() > b.table->row_id(); });
+  c->next_row_id_ = std::max(max_id, c->boundary_) + 1;
+  c->current_ = std::move(v);
+  std::lock_guard<std::mutex> l(c->mu_);
+  auto sw = c->MaybeSwitchLocked(false);
+  if (!sw) return Err(sw.error());
+  return c;
+}
+
+std::shared_ptr<const ContainerVersion> MatrixContainer::Current() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return current_;
+}
+
+std::shared_ptr<ContainerVersion> MatrixContainer::CopyCurrentLocked() const {
+  auto v = std::shared_ptr<ContainerVersion>(new ContainerVersion());
+  v->rows_ = current_->rows_;
+  v->comparator_ = current_->comparator_;
+  v->use_hints_ = current_->use_hints_;
+  v->use_blooms_ = current_->use_blooms_;
+  v->compacted_key_ = current_->compacted_key_;
+  v->has_compacted_key_ = current_->has_compacted_key_;
+  v->allocator_ = allocator_;
+  return v;
+}
+
+void MatrixContainer::InstallLocked(std::shared_ptr<ContainerVersion> v,
+                                    std::vector<std::pair<uint32_t, uint32_t>> release) {
+  std::shared_ptr<ContainerVersion> old = std::move(current_);
+  current_ = std::move(v);
+  old->release_ = std::move(release);
+  old->next_ = current_;
+  // old dies here unless a reader still holds it; then it frees its pages
+  // when the last reader lets go.
+}
+
+void MatrixContainer::SetSearchMode(bool use_hints, bool use_blooms) {
+  std::lock_guard<std::mutex> l(mu_);
+  options_.use_hints = use_hints;
+  options_.use_blooms = use_blooms;
+  auto v = CopyCurrentLocked();
+  v->use_hints_ = use_hints;
+  v->use_blooms_ = use_blooms;
+  InstallLocked(std::move(v), {});
+}
+
+Result<bool> MatrixContainer::MaybeSwitchLocked(bool force) {
+  const auto& rows = current_->rows_;
+  if (rows.empty() || rows.front().compactor) return false;  // no receiver rows
+  uint64_t receiver_pages = 0;
+  for (const RowRef& r : rows) {
+    if (r.compactor) return false;  // the compactor is not empty
+    receiver_pages += r.table->page_count();
+  }
+  if (!force && static_cast<double>(receiver_pages) < options_.receiver_share * data_pages_) return false;
+  uint64_t b = rows.front().table->row_id();
+  MXFS_KILL_POINT("container.before_switch");
+  pool_->PublishWord(BoundaryWord(), b);
+  MXFS_KILL_POINT("container.after_switch");
+  boundary_ = b;
+  auto v = CopyCurrentLocked();
+  for (RowRef& r : v->rows_) r.compactor = true;
+  v->compacted_key_.clear();
+  v->has_compacted_key_ = false;
+  InstallLocked(std::move(v), {});
+  switches_++;
+  MXFS_LOG_INFO("matrix container %s: receiver became the compactor (%zu rows, %" PRIu64 " pages)",
+                pool_->path().c_str(), rows.size(), receiver_pages);
+  return true;
+}
+
+Result<bool> MatrixContainer::SwitchReceiverToCompactor() {
+  std::lock_guard<std::mutex> l(mu_);
+  return MaybeSwitchLocked(true);
+}
+
+Result<uint64_t> MatrixContainer::AddRow(Iterator* it) {
+  std::lock_guard<std::mutex> fl(flush_mu_);
+  RowTableBuilder builder(options_.comparator);
+  std::string last;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (builder.num_entries() > 0 && options_.comparator->Compare(last, it->key()) >= 0) {
+      return Err(Status::InvalidArgument("RowTable input not strictly increasing at key " + it->key().ToEscaped()));
+    }
+    last.assign(it->key().data(), it->key().size());
+    builder.Add(it->key(), it->value());
+  }
+  if (!it->status().ok()) return Err(it->status());
+  if (builder.num_entries() == 0) return Err(Status::InvalidArgument("AddRow: no entries"));
+
+  std::shared_ptr<const ContainerVersion> cur;
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    cur = current_;
+    id = next_row_id_;
+    if (id > UINT32_MAX) return Err(Status::NotSupported("matrix container: row ids exhausted"));
+  }
+  const RowTable* prev = cur->rows_.empty() ? nullptr : cur->rows_.front().table.get();
+  auto img = builder.Finish(id, prev);
+  if (!img) return Err(img.error());
+  const uint32_t npages = static_cast<uint32_t>(img->size() / kPoolPageSize);
+  auto first = allocator_->Allocate(npages);
+  if (!first) return Err(first.error());
+  uint32_t slot = kContainerRowSlots;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (uint32_t s = 0; s < kContainerRowSlots; s++) {
+      if (slot_row_[s] == 0 && !slot_reserved_[s]) {
+        slot = s;
+        slot_reserved_[s] = true;
+        break;
+      }
+    }
+    if (slot == kContainerRowSlots) {
+      allocator_->Free(*first, npages).IgnoreError();  // we just allocated it
+      return Err(Status::Busy("matrix container: all " + std::to_string(kContainerRowSlots) +
+                              " row slots are in use; wait for column compaction"));
+    }
+    next_row_id_++;
+  }
+  char* dst = DataPage(*first);
+  if (KillPointArmed("rowtable.mid_copy")) {
+    pool_->CopyNoDrain(dst, std::span<const char>(img->data(), img->size() / 2));
+    pool_->Drain();
+    KillPoint("rowtable.mid_copy");
+  }
+  pool_->CopyNoDrain(dst, std::span<const char>(*img));
+  pool_->Drain();
+  MXFS_KILL_POINT("rowtable.after_copy");
+  pool_->PublishWord(SlotLocation(slot), uint64_t{*first} | (uint64_t{npages} << 32));
+  MXFS_KILL_POINT("rowtable.before_commit");
+  pool_->PublishWord(SlotCommit(slot), id);
+  MXFS_KILL_POINT("rowtable.after_commit");
+
+  auto t = RowTable::Open(row_options_, dst, *first, npages, id, Where(*first));
+  std::lock_guard<std::mutex> l(mu_);
+  slot_reserved_[slot] = false;
+  if (!t) return Err(t.error());  // cannot happen unless PM is failing; the row stays committed
+  slot_row_[slot] = id;
+  auto v = CopyCurrentLocked();
+  RowRef ref;
+  ref.table = std::move(*t);
+  v->rows_.insert(v->rows_.begin(), std::move(ref));
+  InstallLocked(std::move(v), {});
+  auto sw = MaybeSwitchLocked(false);
+  if (!sw) return Err(sw.error());
+  return id;
+}
+
+std::unique_ptr<Iterator> MatrixContainer::NewIterator() const {
+  auto v = Current();
+  std::vector<std::unique_ptr<RowTableIterator>> children;
+  for (const RowRef& r : v->rows_) {
+    children.push_back(std::make_unique<RowTableIterator>(r.table.get(), r.start, r.table->num_entries()));
+  }
+  const ContainerVersion* vp = v.get();
+  auto it = std::make_unique<MergingIterator>(options_.comparator, std::move(children),
+                                              [vp](const Slice& target) { return vp->Locate(target); });
+  it->RegisterCleanup([v]() {});
+  return it;
+}
+
+std::vector<std::unique_ptr<Iterator>> MatrixContainer::NewRowIterators() const {
+  auto v = Current();
+  std::vector<std::unique_ptr<Iterator>> out;
+  for (const RowRef& r : v->rows_) {
+    auto it = std::make_unique<RowTableIterator>(r.table.get(), r.start, r.table->num_entries());
+    it->RegisterCleanup([v]() {});
+    out.push_back(std::move(it));
+  }
+  return out;
+}
+
+std::vector<std::unique_ptr<Iterator>> MatrixContainer::NewColumnRowIterators(const Slice& lo, const Slice& hi) const {
+  auto v = Current();
+  std::vector<std::unique_ptr<Iterator>> out;
+  for (const RowRef& r : v->rows_) {
+    if (!r.compactor) continue;
+    const RowTable& t = *r.table;
+    uint32_t b = lo.empty() ? r.start : std::max(r.start, t.LowerBound(lo));
+    uint32_t e = std::max(b, t.LowerBound(hi));
+    auto it = std::make_unique<RowTableIterator>(r.table.get(), b, e);
+    it->RegisterCleanup([v]() {});
+    out.push_back(std::move(it));
+  }
+  return out;
+}
+
+std::unique_ptr<Iterator> MatrixContainer::NewColumnIterator(const Slice& lo, const Slice& hi) const {
+  auto v = Current();
+  std::vector<std::unique_ptr<RowTableIterator>> children;
+  for (const RowRef& r : v->rows_) {
+    if (!r.compactor) continue;
+    const RowTable& t = *r.table;
+    uint32_t b = lo.empty() ? r.start : std::max(r.start, t.LowerBound(lo));
+    uint32_t e = std::max(b, t.LowerBound(hi));
+    children.push_back(std::make_unique<RowTableIterator>(r.table.get(), b, e));
+  }
+  auto it = std::make_unique<MergingIterator>(options_.comparator, std::move(children), nullptr);
+  it->RegisterCleanup([v]() {});
+  return it;
+}
+
+uint64_t MatrixContainer::ColumnBytes(const Slice& lo, const Slice& hi) const {
+  auto v = Current();
+  uint64_t total = 0;
+  for (const RowRef& r : v->rows_) {
+    if (!r.compactor) continue;
+    const RowTable& t = *r.table;
+    uint32_t b = lo.empty() ? r.start : std::max(r.start, t.LowerBound(lo));
+    total += t.BytesBetween(b, std::max(b, t.LowerBound(hi)));
+  }
+  return total;
+}
+
+Result<std::string> MatrixContainer::CompactorSmallestKey() const {
+  auto v = Current();
+  const RowTable* best = nullptr;
+  uint32_t best_i = 0;
+  for (const RowRef& r : v->rows_) {
+    if (!r.compactor || r.start >= r.table->num_entries()) continue;
+    if (best == nullptr || options_.comparator->Compare(r.table->Key(r.start), best->Key(best_i)) < 0) {
+      best = r.table.get();
+      best_i = r.start;
+    }
+  }
+  if (best == nullptr) return Err(Status::NotFound("matrix container: the compactor is empty"));
+  return best->Key(best_i).ToString();
+}
+
+bool MatrixContainer::CompactorEmpty() const {
+  auto v = Current();
+  for (const RowRef& r : v->rows_)
+    if (r.compactor) return false;
+  return true;
+}
+
+Status MatrixContainer::MarkColumnCompacted(const Slice& hi) {
+  std::lock_guard<std::mutex> cl(compact_mu_);
+  if (hi.size() > kMaxCompactedKey) {
+    return Status::InvalidArgument("compacted-up-to key of " + std::to_string(hi.size()) + " bytes exceeds " +
+                                   std::to_string(kMaxCompactedKey));
+  }
+  std::shared_ptr<const ContainerVersion> cur;
+  int buf;
+  uint64_t boundary;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    cur = current_;
+    buf = 1 - key_buffer_;
+    boundary = boundary_;
+  }
+  bool any = false;
+  for (const RowRef& r : cur->rows_) any = any || r.compactor;
+  if (!any) return Status::InvalidArgument("MarkColumnCompacted: the compactor is empty");
+  if (cur->has_compacted_key_ && options_.comparator->Compare(hi, cur->compacted_key_) < 0) {
+    return Status::InvalidArgument("MarkColumnCompacted: key " + hi.ToEscaped() + " is below the compacted-up-to key " +
+                                   Slice(cur->compacted_key_).ToEscaped());
+  }
+  pool_->CopyNoDrain(KeyBuffer(buf), hi);
+  pool_->Drain();
+  MXFS_KILL_POINT("column.before_commit");
+  pool_->PublishWord(CompactedWord(), ((boundary & 0xffffffffu) << 32) | kCompactedValid | (uint64_t(buf) << 16) | hi.size());
+  MXFS_KILL_POINT("column.before_free");
+
+  std::vector<RowRef> rows;
+  std::vector<std::pair<uint32_t, uint32_t>> release;
+  std::vector<uint64_t> unlinked;
+  for (const RowRef& r : cur->rows_) {
+    if (!r.compactor) {
+      rows.push_back(r);
+      continue;
+    }
+    const RowTable& t = *r.table;
+    RowRef nr = r;
+    nr.start = std::max(r.start, t.LowerBound(hi));
+    if (nr.start >= t.num_entries()) {
+      uint32_t s = 0;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        while (s < kContainerRowSlots && slot_row_[s] != t.row_id()) s++;
+      }
+      if (s < kContainerRowSlots) pool_->PublishWord(SlotCommit(s), 0);
+      unlinked.push_back(t.row_id());
+      release.emplace_back(t.first_page(), t.meta_pages());
+      uint32_t live = t.data_pages() - r.freed_data_pages;
+      if (live > 0) release.emplace_back(t.first_page() + t.meta_pages() + r.freed_data_pages, live);
+      continue;
+    }
+    uint32_t below = t.DataPagesBelow(nr.start);
+    if (below > r.freed_data_pages) {
+      release.emplace_back(t.first_page() + t.meta_pages() + r.freed_data_pages, below - r.freed_data_pages);
+      nr.freed_data_pages = below;
+    }
+    rows.push_back(std::move(nr));
+  }
+  MXFS_KILL_POINT("column.after_unlink");
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (uint64_t id : unlinked) {
+      for (uint32_t s = 0; s < kContainerRowSlots; s++)
+        if (slot_row_[s] == id) slot_row_[s] = 0;
+    }
+    auto v = CopyCurrentLocked();
+    // Rows added by a concurrent flush since cur are receiver rows: keep them.
+    std::vector<RowRef> merged;
+    for (const RowRef& r : v->rows_)
+      if (!r.compactor) merged.push_back(r);
+    for (RowRef& r : rows)
+      if (r.compactor) merged.push_back(std::move(r));
+    v->rows_ = std::move(merged);
+    v->compacted_key_ = hi.ToString();
+    v->has_compacted_key_ = true;
+    key_buffer_ = buf;
+    columns_compacted_++;
+    InstallLocked(std::move(v), std::move(release));
+    auto sw = MaybeSwitchLocked(false);
+    if (!sw) return sw.error();
+  }
+  MXFS_KILL_POINT("column.after_free");
+  return Status::OK();
+}
+
+ContainerStats MatrixContainer::GetStats() const {
+  auto v = Current();
+  ContainerStats st;
+  for (const RowRef& r : v->rows_) {
+    const RowTable& t = *r.table;
+    uint64_t bytes = t.BytesBetween(r.start, t.num_entries());
+    if (r.compactor) {
+      st.compactor_rows++;
+      st.compactor_bytes += bytes;
+    } else {
+      st.receiver_rows++;
+      st.receiver_bytes += bytes;
+      st.receiver_pages += t.page_count();
+    }
+  }
+  st.pages_total = allocator_->num_pages();
+  st.pages_used = allocator_->used_pages();
+  st.pages_free = allocator_->free_pages();
+  st.compacted_key = v->compacted_key_;
+  std::lock_guard<std::mutex> l(mu_);
+  st.columns_compacted = columns_compacted_;
+  st.switches = switches_;
+  return st;
+}
+
+}  // namespace mxfs

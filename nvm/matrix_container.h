@@ -1,0 +1,224 @@
+// MatrixContainer: MatrixKV's L0 in persistent memory. Flushed memtables
+// become RowTables in the *receiver*; when the receiver holds its share of
+// the container (default 60% of the pages) and the *compactor* is empty, the
+// receiver becomes the compactor without moving data and a new receiver
+// starts. kvcore's column compaction reads a key range (a column) across
+// every compactor row, writes it to L1, then calls MarkColumnCompacted, which
+// frees the pages wholly below the column's end.
+//
+// Container region (offsets from the pool header's container_offset; also
+// in man/matrixfs.5):
+//   page 0, the root:
+//     0  u64 magic "MXFSMTRX"   8  u32 version (1)   12 u32 root pages (8)
+//     16 u32 data pages         20 u32 row slots (1024)
+//     24 u32 Checksum32 of bytes 0..23
+//     64  u64 boundary word: every live row with id <= it is in the
+//         compactor, every other live row in the receiver (0: none yet)
+//     128 u64 compacted word: bits 63..32 the boundary it belongs to,
+//         bit 31 valid, bit 16 which key buffer, bits 15..0 key length;
+//         it only counts while its boundary equals the boundary word
+//   page 1, page 2: key buffers 0 and 1 for the compactor's compacted-up-to
+//         key (entries with key < it are in L1 already)
+//   pages 3..6: 1024 row slots of 16 bytes:
+//     0 u64 location: first data page (bits 31..0), page count (63..32)
+//     8 u64 commit word: the row id (0: empty slot)
+//   page 8 on: the data pages, where RowTable extents live.
+//
+// Commit points (a crash leaves the state before or after each, never
+// between): a row is copied with one non-temporal memcpy, drained, its
+// slot's location persisted, then it is published by persisting the slot's
+// commit word. The receiver->compactor switch is one persisted boundary
+// word. A column compaction writes the key into the idle buffer, persists
+// it, then persists the compacted word; the pages it frees and the rows it
+// empties follow from that key, so they are recomputed at open (the page
+// allocator is rebuilt from the live rows every time).
+//
+// Readers take a ContainerVersion (an immutable snapshot of the rows). Pages
+// freed by a column compaction return to the allocator only when every
+// version that could still read them is gone.
+//
+// Thread-safety: thread-safe. AddRow calls are serialised among themselves
+// (one flusher), as are MarkColumnCompacted calls; readers never block them
+// except for a short internal mutex, which is never held across a copy of a
+// whole row or a syscall.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/comparator.h"
+#include "base/iterator.h"
+#include "base/slice.h"
+#include "base/status.h"
+#include "nvm/page_allocator.h"
+#include "nvm/pool.h"
+#include "nvm/row_table.h"
+
+namespace mxfs {
+
+inline constexpr uint32_t kContainerRootPages = 8;
+inline constexpr uint32_t kContainerRowSlots = 1024;
+inline constexpr uint32_t kMaxCompactedKey = 4096;
+
+struct ContainerOptions {
+  const Comparator* comparator = BytewiseComparator();
+  std::function<Slice(const Slice&)> filter_key;  // see RowTableOptions
+  int bloom_bits_per_key = 10;
+  double receiver_share = 0.6;  // of the data pages
+  // Benchmark switches: false searches every row fully / ignores blooms.
+  bool use_hints = true;
+  bool use_blooms = true;
+};
+
+struct ContainerStats {
+  uint32_t receiver_rows = 0;
+  uint32_t compactor_rows = 0;
+  uint64_t receiver_bytes = 0;   // data + metadata bytes of live entries
+  uint64_t compactor_bytes = 0;  // not yet compacted
+  uint32_t pages_total = 0;
+  uint32_t pages_used = 0;
+  uint32_t pages_free = 0;
+  uint32_t receiver_pages = 0;
+  uint64_t columns_compacted = 0;  // since open
+  uint64_t switches = 0;           // since open
+  std::string compacted_key;       // the compactor's compacted-up-to key
+  std::string ToString() const;
+};
+
+// One row as a version sees it.
+struct RowRef {
+  std::shared_ptr<const RowTable> table;
+  uint32_t start = 0;  // first live entry (a compactor row's compacted prefix is skipped)
+  uint32_t freed_data_pages = 0;
+  bool compactor = false;
+};
+
+// An immutable snapshot of the container's rows, newest first (receiver rows,
+// then compactor rows).
+class ContainerVersion {
+ public:
+  ~ContainerVersion();
+  const std::vector<RowRef>& rows() const { return rows_; }
+
+  // Point lookup, rows newest to oldest. In each row not ruled out by its
+  // bloom filter (on filter_key(target)), finds the first entry with key >=
+  // target and calls found(key, value); found returns true to stop (kvcore:
+  // the user key matched). With hints, the position in one row narrows the
+  // binary search in the next older one to the window its forward pointers
+  // give.
+  void Get(const Slice& target, const std::function<bool(const Slice& key, const Slice& value)>& found) const;
+  // For every row, the index of the first live entry >= target (hinted).
+  std::vector<uint32_t> Locate(const Slice& target) const;
+
+ private:
+  friend class MatrixContainer;
+  ContainerVersion() = default;
+
+  std::vector<RowRef> rows_;
+  const Comparator* comparator_ = nullptr;
+  bool use_hints_ = true;
+  bool use_blooms_ = true;
+  std::string compacted_key_;
+  bool has_compacted_key_ = false;
+  // Set under the container mutex when this version is superseded; read only
+  // by the destructor.
+  mutable std::shared_ptr<const ContainerVersion> next_;
+  mutable std::vector<std::pair<uint32_t, uint32_t>> release_;  // (first page, count)
+  std::shared_ptr<PageAllocator> allocator_;
+};
+
+class MatrixContainer {
+ public:
+  // Writes an empty container root into the pool's container region.
+  [[nodiscard]] static Status Format(Pool* pool);
+  // Reads the root, opens every committed row, rebuilds the page
+  // allocator and the blooms, finishes an interrupted column compaction.
+  static Result<std::unique_ptr<MatrixContainer>> Open(Pool* pool, const ContainerOptions& options);
+  ~MatrixContainer();
+  MatrixContainer(const MatrixContainer&) = delete;
+  MatrixContainer& operator=(const MatrixContainer&) = delete;
+
+  // Flush: the entries of it (from SeekToFirst, strictly increasing) become
+  // a new receiver row, durable and visible when this returns. Returns the
+  // row id. Busy when the container has no room (wait for column
+  // compaction); the container is unchanged then.
+  Result<uint64_t> AddRow(Iterator* it);
+
+  // Makes the receiver the compactor if the compactor is empty and the
+  // receiver is not (AddRow and MarkColumnCompacted call it automatically
+  // once the receiver holds its share). Returns true if it switched.
+  Result<bool> SwitchReceiverToCompactor();
+
+  std::shared_ptr<const ContainerVersion> Current() const;
+  void Get(const Slice& target, const std::function<bool(const Slice& key, const Slice& value)>& found) const {
+    Current()->Get(target, found);
+  }
+  // A merging iterator over every live entry of every row (ties: newer row
+  // first); Seek positions all rows with the cross-row hints.
+  std::unique_ptr<Iterator> NewIterator() const;
+  // One iterator per row, newest first, over [row start, end): for kvcore's
+  // own merging iterator. Each holds the version it came from.
+  std::vector<std::unique_ptr<Iterator>> NewRowIterators() const;
+
+  // Column API. The compactor's live entries with lo <= key < hi (lo empty:
+  // from the compacted key), merged across rows, newest first on ties.
+  std::unique_ptr<Iterator> NewColumnIterator(const Slice& lo, const Slice& hi) const;
+  // Per-row iterators over the same column.
+  std::vector<std::unique_ptr<Iterator>> NewColumnRowIterators(const Slice& lo, const Slice& hi) const;
+  // Bytes (data + metadata) the column [lo, hi) holds in the compactor.
+  uint64_t ColumnBytes(const Slice& lo, const Slice& hi) const;
+  // The smallest live key in the compactor; NotFound if it is empty.
+  Result<std::string> CompactorSmallestKey() const;
+  bool CompactorEmpty() const;
+  // Records that every compactor entry with key < hi is in L1: persists hi
+  // as the compacted-up-to key, frees the data pages wholly below it (once
+  // no reader can use them) and unlinks rows that became empty. hi must not
+  // be below the current compacted key.
+  [[nodiscard]] Status MarkColumnCompacted(const Slice& hi);
+
+  ContainerStats GetStats() const;
+  void SetSearchMode(bool use_hints, bool use_blooms);
+  const PageAllocator& allocator() const { return *allocator_; }
+
+ private:
+  MatrixContainer(Pool* pool, const ContainerOptions& options);
+  char* Root() const { return root_; }
+  uint64_t* BoundaryWord() const { return reinterpret_cast<uint64_t*>(root_ + 64); }
+  uint64_t* CompactedWord() const { return reinterpret_cast<uint64_t*>(root_ + 128); }
+  char* KeyBuffer(int i) const { return root_ + (1 + i) * kPoolPageSize; }
+  uint64_t* SlotLocation(uint32_t s) const { return reinterpret_cast<uint64_t*>(root_ + 3 * kPoolPageSize + s * 16); }
+  uint64_t* SlotCommit(uint32_t s) const { return SlotLocation(s) + 1; }
+  char* DataPage(uint32_t p) const { return data_ + uint64_t{p} * kPoolPageSize; }
+  std::string Where(uint32_t first_page) const;
+  // Installs v as current; the old version keeps v alive and carries release.
+  void InstallLocked(std::shared_ptr<ContainerVersion> v, std::vector<std::pair<uint32_t, uint32_t>> release);
+  std::shared_ptr<ContainerVersion> CopyCurrentLocked() const;
+  Result<bool> MaybeSwitchLocked(bool force);
+
+  Pool* const pool_;
+  ContainerOptions options_;
+  RowTableOptions row_options_;
+  char* root_ = nullptr;
+  char* data_ = nullptr;
+  uint32_t data_pages_ = 0;
+  std::shared_ptr<PageAllocator> allocator_;
+
+  std::mutex flush_mu_;    // serialises AddRow
+  std::mutex compact_mu_;  // serialises MarkColumnCompacted
+  mutable std::mutex mu_;  // guards everything below
+  std::shared_ptr<ContainerVersion> current_;
+  std::vector<uint64_t> slot_row_;  // row id per slot (0 free), DRAM mirror
+  std::vector<bool> slot_reserved_;
+  uint64_t boundary_ = 0;
+  uint64_t next_row_id_ = 1;
+  int key_buffer_ = 0;  // the buffer the compacted word points to
+  uint64_t columns_compacted_ = 0;
+  uint64_t switches_ = 0;
+};
+
+}  // namespace mxfs

@@ -1,0 +1,166 @@
+// RowTable: one flushed memtable in the matrix container, read in place.
+//
+// A row is one extent of contiguous container pages. Every reference in it
+// is relative to the row's first byte (page index = offset / 4096, in-page
+// offset = offset % 4096), so the pool may map at another address next time.
+// Media format (little-endian; also in man/matrixfs.5):
+//
+//   header, 128 bytes at offset 0 (the rest of page 0 is zero):
+//     0  u64 magic "MXFSROW1"     8  u64 row id      16 u64 previous row id
+//     24 u32 entry count          28 u32 page count (the whole extent)
+//     32 u32 metadata offset (4096)   36 u32 metadata bytes (20 * count)
+//     40 u32 data offset (page aligned, after the metadata)
+//     44 u32 data bytes           48 u32 Checksum32 of the metadata array
+//     52..123 zero                124 u32 Checksum32 of bytes 0..123
+//   metadata array: entry i is 20 bytes, entries sorted by key:
+//     0 u32 key offset   4 u32 key length   8 u32 value offset
+//     12 u32 value length
+//     16 u32 forward pointer: index of the first key >= this key in the
+//        previous (older) row, or that row's entry count if none
+//   data: key bytes then value bytes of entry 0, then entry 1, ...
+//
+// Because the data of entry i precedes that of entry i+1, the data pages
+// wholly below a key form a prefix of the data area: column compaction
+// frees them while the header and metadata stay until the whole row goes.
+// The header and metadata are checksummed and checked at open; data pages
+// are not (they may already be reused after a column compaction).
+//
+// Thread-safety: a RowTable is immutable after Open; any number of threads
+// may read it. A RowTableBuilder is used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/comparator.h"
+#include "base/iterator.h"
+#include "base/slice.h"
+#include "base/status.h"
+
+namespace mxfs {
+
+inline constexpr size_t kRowHeaderSize = 128;
+inline constexpr size_t kRowMetaEntrySize = 20;
+inline constexpr uint32_t kRowPageSize = 4096;
+
+struct RowTableOptions {
+  const Comparator* comparator = BytewiseComparator();
+  // What the bloom filter hashes for a key; nullptr means the whole key
+  // (kvcore strips the 8-byte internal-key trailer).
+  std::function<Slice(const Slice&)> filter_key;
+  int bloom_bits_per_key = 10;  // 0: no bloom filter
+};
+
+class RowTable {
+ public:
+  // Checks and wraps the row at base (its first byte in PM). Corruption
+  // names `where` (pool path and offset), the field, expected and found.
+  static Result<std::shared_ptr<const RowTable>> Open(const RowTableOptions& options, const char* base,
+                                                      uint32_t first_page, uint32_t page_count,
+                                                      uint64_t expected_row_id, const std::string& where);
+
+  RowTable(const RowTable&) = delete;
+  RowTable& operator=(const RowTable&) = delete;
+
+  uint64_t row_id() const { return row_id_; }
+  uint64_t prev_row_id() const { return prev_row_id_; }
+  uint32_t num_entries() const { return n_; }
+  uint32_t first_page() const { return first_page_; }
+  uint32_t page_count() const { return page_count_; }
+  // Pages of the header and metadata (never freed before the whole row).
+  uint32_t meta_pages() const { return data_offset_ / kRowPageSize; }
+  uint32_t data_pages() const { return page_count_ - meta_pages(); }
+  uint64_t data_bytes() const { return data_bytes_; }
+
+  Slice Key(uint32_t i) const { return Slice(base_ + Field(i, 0), Field(i, 4)); }
+  Slice Value(uint32_t i) const { return Slice(base_ + Field(i, 8), Field(i, 12)); }
+  uint32_t Forward(uint32_t i) const { return Field(i, 16); }
+
+  // First index in [lo, hi) whose key >= target, or hi.
+  uint32_t LowerBound(const Slice& target, uint32_t lo, uint32_t hi) const;
+  uint32_t LowerBound(const Slice& target) const { return LowerBound(target, 0, n_); }
+  // False if filter_key(key) is certainly not in this row.
+  bool KeyMayMatch(const Slice& key) const;
+  // Leading data pages that hold only entries with index < i (all data
+  // pages when i == num_entries()).
+  uint32_t DataPagesBelow(uint32_t i) const;
+  // Data bytes of entries [lo, hi).
+  uint64_t BytesBetween(uint32_t lo, uint32_t hi) const;
+
+  // An iterator over entries [begin, end) (end = num_entries() for all).
+  // The caller keeps the row (and the pool) alive while it is used.
+  std::unique_ptr<Iterator> NewIterator(uint32_t begin, uint32_t end) const;
+
+  const Comparator* comparator() const { return options_.comparator; }
+
+ private:
+  explicit RowTable(const RowTableOptions& options) : options_(options) {}
+  uint32_t Field(uint32_t i, uint32_t off) const;
+  Slice FilterKey(const Slice& k) const { return options_.filter_key ? options_.filter_key(k) : k; }
+
+  RowTableOptions options_;
+  const char* base_ = nullptr;
+  const char* meta_ = nullptr;
+  uint64_t row_id_ = 0;
+  uint64_t prev_row_id_ = 0;
+  uint32_t n_ = 0;
+  uint32_t first_page_ = 0;
+  uint32_t page_count_ = 0;
+  uint32_t data_offset_ = 0;
+  uint64_t data_bytes_ = 0;
+  // DRAM bloom filter over filter_key of every key, rebuilt at open.
+  std::vector<uint64_t> bloom_;
+  uint32_t bloom_bits_ = 0;
+  int bloom_probes_ = 0;
+};
+
+// An iterator over entries [begin, end) of one row; SeekToIndex lets the
+// container position it from a hinted search.
+class RowTableIterator final : public Iterator {
+ public:
+  RowTableIterator(const RowTable* row, uint32_t begin, uint32_t end) : row_(row), begin_(begin), end_(end), pos_(end) {}
+  bool Valid() const override { return pos_ >= begin_ && pos_ < end_; }
+  void SeekToFirst() override { pos_ = begin_; }
+  void SeekToLast() override { pos_ = end_ > begin_ ? end_ - 1 : end_; }
+  void Seek(const Slice& target) override { pos_ = row_->LowerBound(target, begin_, end_); }
+  void SeekToIndex(uint32_t i) { pos_ = i < begin_ ? begin_ : (i > end_ ? end_ : i); }
+  void Next() override { pos_++; }
+  void Prev() override { pos_ = pos_ > begin_ ? pos_ - 1 : end_; }
+  Slice key() const override { return row_->Key(pos_); }
+  Slice value() const override { return row_->Value(pos_); }
+  Status status() const override { return Status::OK(); }
+  uint32_t index() const { return pos_; }
+
+ private:
+  const RowTable* row_;
+  uint32_t begin_, end_, pos_;
+};
+
+// Builds a row image in DRAM: header, metadata (with forward pointers into
+// the previous row) and data, padded to whole pages, ready for one copy.
+class RowTableBuilder {
+ public:
+  explicit RowTableBuilder(const Comparator* comparator) : comparator_(comparator) {}
+  // Keys must be strictly increasing in the comparator's order.
+  void Add(const Slice& key, const Slice& value);
+  uint32_t num_entries() const { return static_cast<uint32_t>(entries_.size()); }
+  // Pages the image will take.
+  uint32_t PagesNeeded() const;
+  // The image. prev: the next older row (nullptr if none); its forward
+  // pointers are computed by one merge pass. InvalidArgument if the row
+  // would exceed 4 GiB (offsets are 32-bit) or has no entries.
+  Result<std::string> Finish(uint64_t row_id, const RowTable* prev) const;
+
+ private:
+  struct Entry {
+    uint32_t key_off, key_len, value_len;
+  };
+  const Comparator* comparator_;
+  std::string data_;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace mxfs
