@@ -37,6 +37,19 @@ struct TableOptions {
   bool verify_checksums = true;
 };
 
+// What a table says about itself (its properties block).
+struct TableProperties {
+  uint64_t num_entries = 0;
+  uint64_t num_data_blocks = 0;
+  uint64_t raw_key_bytes = 0;    // sum of key sizes before prefix compression
+  uint64_t raw_value_bytes = 0;
+  uint64_t data_bytes = 0;       // data blocks with their trailers (= offset of the next section)
+  uint32_t bloom_bits_per_key = 0;  // 0: no filter block
+  std::string smallest_key;      // empty when num_entries == 0
+  std::string largest_key;
+  std::string comparator_name;
+};
+
 class TableBuilder {
  public:
   // Writes into file, which the caller owns and syncs/closes after Finish.
@@ -87,6 +100,9 @@ class Table {
   uint64_t ApproximateOffsetOf(const Slice& key) const;
   // Reads every block, checking checksums and key order (for fsck).
   Status VerifyAll() const;
+
+  const TableProperties& properties() const;
+  const std::string& path() const;
 
  private:
   struct Rep;

@@ -1,0 +1,381 @@
+// Table: reads an SSTable written by TableBuilder. Open reads and checks the
+// footer, properties, index and filter; data blocks are read on demand
+// through the RandomAccessFile (and the block cache when configured).
+#include "ssd/table.h"
+
+#include "base/coding.h"
+#include "ssd/block.h"
+#include "ssd/block_cache.h"
+#include "ssd/bloom_filter.h"
+#include "ssd/table_format.h"
+
+namespace mxfs {
+
+namespace table_internal {
+
+// Everything an open table holds; Table::Rep is this type, named here so
+// the iterator (not a member of Table) can use it.
+struct TableRep {
+  TableOptions options;
+  std::unique_ptr<RandomAccessFile> file;
+  uint64_t file_size = 0;
+  uint64_t cache_id = 0;
+  uint64_t limit = 0;  // footer offset: every block lies below it
+  Footer footer;
+  std::shared_ptr<const Block> index_block;
+  std::string filter;  // empty: no filter
+  TableProperties props;
+
+  const std::string& path() const { return file->path(); }
+
+  std::string Where(const char* what, uint64_t offset) const {
+    return path() + ": " + what + " at offset " + std::to_string(offset);
+  }
+
+  Result<std::shared_ptr<const Block>> ReadDataBlock(const BlockHandle& h, bool fill_cache, bool verify) const {
+    BlockCache* cache = options.block_cache;
+    if (cache != nullptr) {
+      if (auto hit = cache->Lookup(cache_id, h.offset)) return hit;
+    }
+    std::string contents;
+    Status s = ReadBlock(*file, h, BlockType::kData, limit, verify, &contents);
+    if (!s.ok()) return Err(std::move(s));
+    auto block = Block::Parse(std::move(contents));
+    if (!block) return Err(block.error().WithContext(Where("data block", h.offset)));
+    if (cache != nullptr && fill_cache) cache->Insert(cache_id, h.offset, *block, (*block)->size());
+    return block;
+  }
+
+  std::unique_ptr<Iterator> NewIndexIterator() const {
+    return Block::NewIterator(index_block, options.comparator);
+  }
+
+  bool KeyMayMatch(const Slice& key) const {
+    if (filter.empty()) return true;
+    return BloomMayMatch(filter, options.filter_key ? options.filter_key(key) : key);
+  }
+};
+
+}  // namespace table_internal
+
+using table_internal::TableRep;
+
+struct Table::Rep : TableRep {};
+
+namespace {
+
+Status DecodeIndexValue(const TableRep*, Slice, BlockHandle*);
+
+}  // namespace
+
+Table::Table(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+Table::~Table() = default;
+
+Result<std::unique_ptr<Table>> Table::Open(const TableOptions& options, std::unique_ptr<RandomAccessFile> file,
+                                           uint64_t file_size, uint64_t cache_id) {
+  auto rep = std::make_unique<Rep>();
+  rep->options = options;
+  rep->file = std::move(file);
+  rep->file_size = file_size;
+  rep->cache_id = cache_id;
+  const std::string& path = rep->path();
+  if (file_size < Footer::kEncodedLength) {
+    return Err(Status::Corruption(path + ": file of " + std::to_string(file_size) +
+                                  " bytes is too short to be a table (the footer alone is " +
+                                  std::to_string(Footer::kEncodedLength) + ")"));
+  }
+  rep->limit = file_size - Footer::kEncodedLength;
+  char footer_buf[Footer::kEncodedLength];
+  Slice footer_in;
+  Status s = rep->file->Read(rep->limit, Footer::kEncodedLength, &footer_in, footer_buf);
+  if (!s.ok()) return Err(std::move(s));
+  if (footer_in.size() != Footer::kEncodedLength) {
+    return Err(Status::Corruption(rep->Where("footer", rep->limit) + ": truncated, read " +
+                                  std::to_string(footer_in.size()) + " of " +
+                                  std::to_string(Footer::kEncodedLength) + " bytes"));
+  }
+  s = rep->footer.DecodeFrom(footer_in, rep->Where("footer", rep->limit));
+  if (!s.ok()) return Err(std::move(s));
+
+  // Metadata blocks are always checked, whatever verify_checksums says.
+  std::string contents;
+  s = ReadBlock(*rep->file, rep->footer.properties, BlockType::kProperties, rep->limit, true, &contents);
+  if (!s.ok()) return Err(std::move(s));
+  if (!DecodeProperties(contents, &rep->props)) {
+    return Err(Status::Corruption(rep->Where("properties block", rep->footer.properties.offset) +
+                                  ": malformed properties"));
+  }
+  if (rep->props.comparator_name != options.comparator->Name()) {
+    return Err(Status::InvalidArgument(path + ": table was written with comparator " + rep->props.comparator_name +
+                                       ", opened with " + options.comparator->Name()));
+  }
+  if (rep->props.data_bytes > rep->limit) {
+    return Err(Status::Corruption(rep->Where("properties block", rep->footer.properties.offset) + ": data size " +
+                                  std::to_string(rep->props.data_bytes) + " exceeds the block area of " +
+                                  std::to_string(rep->limit) + " bytes"));
+  }
+
+  s = ReadBlock(*rep->file, rep->footer.index, BlockType::kIndex, rep->limit, true, &contents);
+  if (!s.ok()) return Err(std::move(s));
+  auto index = Block::Parse(std::move(contents));
+  if (!index) return Err(index.error().WithContext(rep->Where("index block", rep->footer.index.offset)));
+  rep->index_block = std::move(*index);
+
+  if (rep->footer.filter.size > 0) {
+    s = ReadBlock(*rep->file, rep->footer.filter, BlockType::kFilter, rep->limit, true, &rep->filter);
+    if (!s.ok()) return Err(std::move(s));
+  }
+  // Table's constructor is private, so make_unique cannot reach it; the
+  // object is owned by the unique_ptr from the moment it exists.
+  return std::unique_ptr<Table>(new Table(std::move(rep)));
+}
+
+namespace {
+
+Status DecodeIndexValue(const TableRep* rep, Slice value, BlockHandle* h) {
+  if (!h->DecodeFrom(&value)) {
+    return Status::Corruption(rep->Where("index block", rep->footer.index.offset) + ": malformed block handle");
+  }
+  return Status::OK();
+}
+
+// Two-level iterator: the index block picks a data block, a block iterator
+// walks it. The first error stops the iterator (it becomes !Valid()) and is
+// reported by status() with the file and block offset.
+class TableIterator final : public Iterator {
+ public:
+  TableIterator(const TableRep* rep, bool fill_cache)
+      : rep_(rep), index_iter_(rep->NewIndexIterator()), fill_cache_(fill_cache) {}
+
+  bool Valid() const override { return data_iter_ != nullptr && data_iter_->Valid(); }
+  Slice key() const override { return data_iter_->key(); }
+  Slice value() const override { return data_iter_->value(); }
+  Status status() const override {
+    if (!status_.ok()) return status_;
+    if (Status s = index_iter_->status(); !s.ok())
+      return s.WithContext(rep_->Where("index block", rep_->footer.index.offset));
+    if (data_iter_ != nullptr) {
+      if (Status s = data_iter_->status(); !s.ok()) return s.WithContext(rep_->Where("data block", block_offset_));
+    }
+    return Status::OK();
+  }
+
+  void Seek(const Slice& target) override {
+    if (!status_.ok()) return;
+    index_iter_->Seek(target);
+    InitDataBlock();
+    if (data_iter_ != nullptr) data_iter_->Seek(target);
+    SkipEmptyDataBlocksForward();
+  }
+  void SeekToFirst() override {
+    if (!status_.ok()) return;
+    index_iter_->SeekToFirst();
+    InitDataBlock();
+    if (data_iter_ != nullptr) data_iter_->SeekToFirst();
+    SkipEmptyDataBlocksForward();
+  }
+  void SeekToLast() override {
+    if (!status_.ok()) return;
+    index_iter_->SeekToLast();
+    InitDataBlock();
+    if (data_iter_ != nullptr) data_iter_->SeekToLast();
+    SkipEmptyDataBlocksBackward();
+  }
+  void Next() override {
+    data_iter_->Next();
+    SkipEmptyDataBlocksForward();
+  }
+  void Prev() override {
+    data_iter_->Prev();
+    SkipEmptyDataBlocksBackward();
+  }
+
+ private:
+  // Records a data-block error and stops; true if there was one.
+  bool StopOnDataError() {
+    if (data_iter_ != nullptr && !data_iter_->status().ok()) {
+      status_ = data_iter_->status().WithContext(rep_->Where("data block", block_offset_));
+      data_iter_.reset();
+      return true;
+    }
+    return !status_.ok();
+  }
+
+  void SkipEmptyDataBlocksForward() {
+    while (data_iter_ == nullptr || !data_iter_->Valid()) {
+      if (StopOnDataError() || !index_iter_->Valid()) {
+        data_iter_.reset();
+        return;
+      }
+      index_iter_->Next();
+      InitDataBlock();
+      if (data_iter_ != nullptr) data_iter_->SeekToFirst();
+    }
+  }
+
+  void SkipEmptyDataBlocksBackward() {
+    while (data_iter_ == nullptr || !data_iter_->Valid()) {
+      if (StopOnDataError() || !index_iter_->Valid()) {
+        data_iter_.reset();
+        return;
+      }
+      index_iter_->Prev();
+      InitDataBlock();
+      if (data_iter_ != nullptr) data_iter_->SeekToLast();
+    }
+  }
+
+  void InitDataBlock() {
+    if (!index_iter_->Valid()) {
+      data_iter_.reset();
+      return;
+    }
+    BlockHandle h;
+    Status s = DecodeIndexValue(rep_, index_iter_->value(), &h);
+    if (!s.ok()) {
+      status_ = std::move(s);
+      data_iter_.reset();
+      return;
+    }
+    if (data_iter_ != nullptr && h.offset == block_offset_) return;  // already there
+    auto block = rep_->ReadDataBlock(h, fill_cache_, rep_->options.verify_checksums);
+    if (!block) {
+      status_ = block.error();
+      data_iter_.reset();
+      return;
+    }
+    block_offset_ = h.offset;
+    data_iter_ = Block::NewIterator(std::move(*block), rep_->options.comparator);
+  }
+
+  const TableRep* rep_;
+  std::unique_ptr<Iterator> index_iter_;
+  std::unique_ptr<Iterator> data_iter_;
+  uint64_t block_offset_ = 0;
+  bool fill_cache_;
+  Status status_;
+};
+
+}  // namespace
+
+std::unique_ptr<Iterator> Table::NewIterator(bool fill_cache) const {
+  return std::make_unique<TableIterator>(rep_.get(), fill_cache);
+}
+
+bool Table::KeyMayMatch(const Slice& key) const { return rep_->KeyMayMatch(key); }
+
+Status Table::Get(const Slice& target, const std::function<void(const Slice& key, const Slice& value)>& found,
+                  bool fill_cache) const {
+  const Rep* r = rep_.get();
+  if (!r->KeyMayMatch(target)) return Status::NotFound("");
+  auto index = r->NewIndexIterator();
+  index->Seek(target);
+  // The first entry >= target is in the block the index points at, or (when
+  // target falls between that block's last key and its separator) first in
+  // the next one.
+  for (int step = 0; step < 2 && index->Valid(); step++, index->Next()) {
+    BlockHandle h;
+    MXFS_RETURN_IF_ERROR(DecodeIndexValue(r, index->value(), &h));
+    auto block = r->ReadDataBlock(h, fill_cache, r->options.verify_checksums);
+    if (!block) return block.error();
+    auto it = Block::NewIterator(std::move(*block), r->options.comparator);
+    if (step == 0) {
+      it->Seek(target);
+    } else {
+      it->SeekToFirst();
+    }
+    if (it->Valid()) {
+      found(it->key(), it->value());
+      return Status::OK();
+    }
+    if (Status s = it->status(); !s.ok()) return s.WithContext(r->Where("data block", h.offset));
+  }
+  if (Status s = index->status(); !s.ok()) return s.WithContext(r->Where("index block", r->footer.index.offset));
+  return Status::NotFound("");
+}
+
+uint64_t Table::ApproximateOffsetOf(const Slice& key) const {
+  auto index = rep_->NewIndexIterator();
+  index->Seek(key);
+  if (index->Valid()) {
+    BlockHandle h;
+    Slice v = index->value();
+    if (h.DecodeFrom(&v)) return h.offset;
+  }
+  return rep_->props.data_bytes;
+}
+
+const TableProperties& Table::properties() const { return rep_->props; }
+const std::string& Table::path() const { return rep_->path(); }
+
+Status Table::VerifyAll() const {
+  const Rep* r = rep_.get();
+  const Comparator* cmp = r->options.comparator;
+  auto index = r->NewIndexIterator();
+  uint64_t expected_offset = 0;
+  uint64_t entries = 0;
+  uint64_t blocks = 0;
+  std::string prev_key;
+  std::string prev_separator;
+  for (index->SeekToFirst(); index->Valid(); index->Next()) {
+    BlockHandle h;
+    MXFS_RETURN_IF_ERROR(DecodeIndexValue(r, index->value(), &h));
+    if (h.offset != expected_offset) {
+      return Status::Corruption(r->Where("index block", r->footer.index.offset) + ": data block " +
+                                std::to_string(blocks) + " starts at " + std::to_string(h.offset) + ", expected " +
+                                std::to_string(expected_offset));
+    }
+    if (blocks > 0 && cmp->Compare(index->key(), Slice(prev_separator)) <= 0) {
+      return Status::Corruption(r->Where("index block", r->footer.index.offset) + ": separator " +
+                                index->key().ToEscaped() + " does not follow " + Slice(prev_separator).ToEscaped());
+    }
+    auto block = r->ReadDataBlock(h, /*fill_cache=*/false, /*verify=*/true);
+    if (!block) return block.error();
+    auto it = Block::NewIterator(std::move(*block), cmp);
+    uint64_t in_block = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (entries > 0 && cmp->Compare(it->key(), Slice(prev_key)) <= 0) {
+        return Status::Corruption(r->Where("data block", h.offset) + ": key " + it->key().ToEscaped() +
+                                  " does not follow " + Slice(prev_key).ToEscaped());
+      }
+      if (cmp->Compare(it->key(), index->key()) > 0) {
+        return Status::Corruption(r->Where("data block", h.offset) + ": key " + it->key().ToEscaped() +
+                                  " is past the block's index separator " + index->key().ToEscaped());
+      }
+      if (!r->KeyMayMatch(it->key())) {
+        return Status::Corruption(r->Where("filter block", r->footer.filter.offset) + ": filter rejects key " +
+                                  it->key().ToEscaped() + " present in the data block at offset " +
+                                  std::to_string(h.offset));
+      }
+      if (entries == 0 && it->key() != Slice(r->props.smallest_key)) {
+        return Status::Corruption(r->Where("properties block", r->footer.properties.offset) + ": smallest key " +
+                                  Slice(r->props.smallest_key).ToEscaped() + ", first key found " +
+                                  it->key().ToEscaped());
+      }
+      prev_key.assign(it->key().data(), it->key().size());
+      entries++;
+      in_block++;
+    }
+    if (Status s = it->status(); !s.ok()) return s.WithContext(r->Where("data block", h.offset));
+    if (in_block == 0) return Status::Corruption(r->Where("data block", h.offset) + ": empty data block");
+    prev_separator.assign(index->key().data(), index->key().size());
+    expected_offset = h.offset + h.size + kBlockTrailerSize;
+    blocks++;
+  }
+  if (Status s = index->status(); !s.ok()) return s.WithContext(r->Where("index block", r->footer.index.offset));
+  auto mismatch = [&](const char* what, uint64_t expected, uint64_t found) {
+    return Status::Corruption(r->Where("properties block", r->footer.properties.offset) + ": " + what + " is " +
+                              std::to_string(expected) + ", found " + std::to_string(found));
+  };
+  if (entries != r->props.num_entries) return mismatch("entry count", r->props.num_entries, entries);
+  if (blocks != r->props.num_data_blocks) return mismatch("data block count", r->props.num_data_blocks, blocks);
+  if (expected_offset != r->props.data_bytes) return mismatch("data size", r->props.data_bytes, expected_offset);
+  if (entries > 0 && Slice(prev_key) != Slice(r->props.largest_key)) {
+    return Status::Corruption(r->Where("properties block", r->footer.properties.offset) + ": largest key " +
+                              Slice(r->props.largest_key).ToEscaped() + ", last key found " +
+                              Slice(prev_key).ToEscaped());
+  }
+  return Status::OK();
+}
+
+}  // namespace mxfs
