@@ -1,0 +1,229 @@
+// MatrixFs: the filesystem itself — every FUSE low-level operation mapped
+// onto atomic MatrixKV batches, the large-file store, orphans and the
+// read-only ".matrixfs" control directory.
+//
+// Request path: the kernel's request arrives on one of the session's worker
+// threads ("mxfs-fuse"), a static callback finds the MatrixFs through
+// fuse_req_userdata and calls the member of the same name. A member resolves
+// the inode numbers it needs (reading directory entries without locks),
+// locks their stripes (InodeLocks, always in stripe order, so rename's four
+// inodes never deadlock), re-validates what it read, builds one WriteBatch
+// (Txn) and commits it with WriteOptions.sync, updates the in-memory inode
+// table, unlocks and replies. Status becomes errno in one place (ToErrno).
+//
+// In-memory inode table: per stripe, a map from ino to Node holding the
+// kernel's lookup count, the open count, the cached attributes (this daemon
+// is the only writer, so the cache is exact) and the open large-file object.
+// A Node lives while the kernel holds a lookup or an open; the root's Node
+// is pinned.
+//
+// Crash consistency: every operation is one batch. A file that grows past
+// the inline limit is copied into its object, the object is synced, and only
+// then one batch switches the inode to the object and deletes its F keys; an
+// object no inode points to is removed at mount. An inode unlinked while
+// open gets an 'O' key in the unlinking batch and is reclaimed at its last
+// release or, after a crash, at mount.
+//
+// Thread-safety: all public members are thread-safe; the per-inode stripe
+// locks serialise operations on the same inode. A stripe lock is held across
+// the KV write of the operation it protects (that is what makes the
+// read-modify-write of an inode atomic) but never across a fuse_reply_*.
+#pragma once
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "fuse/schema.h"
+#include "fuse/superblock.h"
+#include "kvcore/include/db.h"
+#include "kvcore/include/file_system.h"
+
+namespace mxfs {
+
+struct MountConfig {
+  bool read_only = false;
+  double entry_timeout = 86400.0;
+  double attr_timeout = 86400.0;
+  bool debug = false;
+};
+
+// Maps a Status to the errno a FUSE reply carries (the one place this happens).
+int ToErrno(const Status& s);
+
+class MatrixFs {
+ public:
+  // Formats datadir (absent or empty) as a new instance: superblock, kv/ with
+  // the root directory (mode 0755, owned by root_uid/root_gid), data/.
+  static Status Format(const std::string& datadir, const Superblock& sb, uint32_t root_uid = 0,
+                       uint32_t root_gid = 0);
+
+  // Opens an instance: reads the superblock, opens the DB (Busy when another
+  // process has it mounted), reclaims orphans and garbage objects.
+  static Result<std::unique_ptr<MatrixFs>> Open(const std::string& datadir, const MountConfig& cfg);
+
+  ~MatrixFs();
+  MatrixFs(const MatrixFs&) = delete;
+  MatrixFs& operator=(const MatrixFs&) = delete;
+
+  // Closes the DB. Safe to call once the session has ended.
+  Status Close();
+
+  // The low-level operations table; pass this as the session's userdata.
+  static const fuse_lowlevel_ops& Ops();
+
+  const Superblock& superblock() const { return sb_; }
+  uint64_t orphans_reclaimed_at_mount() const { return orphans_reclaimed_; }
+  uint64_t objects_collected_at_mount() const { return objects_collected_; }
+
+  // ---- operations (called from the static callbacks) ----
+  void Init(fuse_conn_info* conn);
+  void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+  void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets);
+  void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi);
+  void Readlink(fuse_req_t req, fuse_ino_t ino);
+  void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev);
+  void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode);
+  void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void Symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name);
+  void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
+              const char* newname, unsigned int flags);
+  void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname);
+  void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi);
+  void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi);
+  void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
+             fuse_file_info* fi);
+  void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi);
+  void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi, bool plus);
+  void ReleaseDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void FsyncDir(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi);
+  void StatFs(fuse_req_t req, fuse_ino_t ino);
+  void SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
+                int flags);
+  void GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size);
+  void ListXattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+  void RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name);
+  void Access(fuse_req_t req, fuse_ino_t ino, int mask);
+  void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                 fuse_file_info* fi);
+  void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info* fi);
+
+ private:
+  struct Node {
+    uint64_t nlookup = 0;
+    uint32_t open_count = 0;
+    bool have_attr = false;
+    bool deleted = false;  // the inode is gone from the KV; attr keeps nlink 0
+    InodeAttr attr;
+    std::shared_ptr<RandomRWFile> object;
+  };
+  struct Stripe {
+    std::mutex mu;
+    std::unordered_map<uint64_t, Node> nodes;
+  };
+  static constexpr size_t kStripes = 256;
+
+  class InodeLocks;
+  class Txn;
+  struct DirHandle;
+  struct VirtualHandle;
+
+  enum OpKind : int {
+    kOpLookup, kOpGetAttr, kOpSetAttr, kOpCreate, kOpMkdir, kOpMknod, kOpSymlink, kOpLink,
+    kOpUnlink, kOpRmdir, kOpRename, kOpOpen, kOpRead, kOpWrite, kOpFsync, kOpReadDir,
+    kOpXattr, kOpStatFs, kOpFallocate, kOpOther, kNumOps
+  };
+
+  MatrixFs(std::string datadir, Superblock sb, MountConfig cfg, std::unique_ptr<DB> db);
+
+  static size_t StripeOf(uint64_t ino);
+  Stripe& StripeFor(uint64_t ino) { return stripes_[StripeOf(ino)]; }
+  Node* FindNode(uint64_t ino);       // caller holds ino's stripe
+  Node& NodeFor(uint64_t ino);        // creates; caller holds ino's stripe
+
+  Status Startup();
+  Result<uint64_t> AllocIno();
+  Result<InodeAttr> LoadAttr(uint64_t ino);          // caller holds ino's stripe (or tolerates staleness)
+  Result<DirEntry> LookupEntry(uint64_t parent, const std::string& name);
+  Status Commit(Txn* txn);
+  Status DeleteInodeKeys(uint64_t ino, WriteBatch* batch);
+  void RemoveObject(uint64_t ino);
+  std::string ObjectPath(uint64_t ino) const;
+  Result<std::shared_ptr<RandomRWFile>> ObjectFor(uint64_t ino, bool create);  // holds stripe
+  Status DropLink(Txn* txn, uint64_t ino, InodeAttr* a);
+  void MaybeReclaim(uint64_t ino);  // holds stripe; nlink 0, no opens
+  Status ReclaimInode(uint64_t ino);
+
+  // Data helpers; caller holds ino's stripe.
+  Status ReadInline(uint64_t ino, const InodeAttr& a, uint64_t off, size_t n, std::string* out);
+  Status WriteInline(Txn* txn, uint64_t ino, InodeAttr* a, uint64_t off, const Slice& data);
+  Status MigrateToObject(Txn* txn, uint64_t ino, InodeAttr* a, std::shared_ptr<RandomRWFile>* obj);
+  Status Truncate(Txn* txn, uint64_t ino, InodeAttr* a, uint64_t size, std::vector<uint64_t>* drop_objects);
+  Status PunchInline(Txn* txn, uint64_t ino, const InodeAttr& a, uint64_t off, uint64_t len);
+
+  Status MakeNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode, uint64_t rdev,
+                  const std::string& target, bool open, fuse_entry_param* e);
+  Status DoRename(fuse_req_t req, uint64_t parent, const std::string& name, uint64_t newparent,
+                  const std::string& newname, unsigned flags);
+  Status DoRemove(fuse_req_t req, uint64_t parent, const std::string& name, bool dir);
+  Status DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, int to_set, InodeAttr* out);
+  Status DoWrite(uint64_t ino, const char* buf, size_t size, uint64_t off);
+  void FillEntry(uint64_t ino, const InodeAttr& a, fuse_entry_param* e) const;
+  void FillStat(uint64_t ino, const InodeAttr& a, struct stat* st) const;
+  Status CheckSticky(fuse_req_t req, const InodeAttr& dir, const InodeAttr& victim) const;
+
+  // .matrixfs
+  bool IsVirtual(uint64_t ino) const { return ino >= kFirstVirtualIno; }
+  void VirtualStat(uint64_t ino, struct stat* st) const;
+  std::string VirtualContent(uint64_t ino);
+  Status ControlCommand(fuse_req_t req, const Slice& cmd);
+
+  uint64_t AddHandle(std::unique_ptr<DirHandle> h);
+  DirHandle* GetHandle(uint64_t fh);
+  void DropHandle(uint64_t fh);
+  void Count(OpKind k) { op_counts_[k].fetch_add(1, std::memory_order_relaxed); }
+
+  const std::string datadir_;
+  const Superblock sb_;
+  const MountConfig cfg_;
+  std::unique_ptr<DB> db_;
+  FileSystem* const fs_;
+  int64_t mount_time_ns_ = 0;
+  uint64_t generation_ = 1;
+
+  std::mutex alloc_mu_;  // guards next_ino_, ino_limit_
+  uint64_t next_ino_ = kFirstIno;
+  uint64_t ino_limit_ = kFirstIno;
+
+  Stripe stripes_[kStripes];
+
+  std::mutex handles_mu_;
+  uint64_t next_fh_ = 1;
+  std::unordered_map<uint64_t, std::unique_ptr<DirHandle>> handles_;
+
+  std::atomic<uint64_t> inode_count_{0};
+  std::atomic<uint64_t> op_counts_[kNumOps] = {};
+  std::atomic<uint64_t> bytes_read_{0};
+  std::atomic<uint64_t> bytes_written_{0};
+  uint64_t orphans_reclaimed_ = 0;
+  uint64_t objects_collected_ = 0;
+};
+
+}  // namespace mxfs

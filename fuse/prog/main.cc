@@ -1,0 +1,301 @@
+// matrixfs: mounts a MatrixFS instance.
+//
+//   matrixfs DATADIR MOUNTPOINT [-f] [-d] [-o opt[,opt...]]
+//
+// Options (-o): format (format an empty DATADIR first), inline_limit=BYTES,
+// block_size=BYTES, label=TEXT (with format), allow_other,
+// default_permissions (always on), ro, debug; the kernel's generic mount
+// options (nosuid, nodev, noexec, noatime, ...) pass through; fstab-only
+// options (defaults, noauto, nofail, _netdev, user, x-*) are ignored.
+//
+// Without -f it daemonizes: the parent waits until the child has opened the
+// instance and mounted it, prints the child's error if it could not, and
+// exits 0 or 1 accordingly. SIGTERM, SIGINT and umount end the daemon cleanly.
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "base/logging.h"
+#include "base/unique_fd.h"
+#include "fuse/matrix_fs.h"
+
+namespace mxfs {
+namespace {
+
+struct Args {
+  std::string datadir;
+  std::string mountpoint;
+  bool foreground = false;
+  bool debug = false;
+  bool format = false;
+  bool read_only = false;
+  bool allow_other = false;
+  Superblock sb = Superblock::New();
+  std::vector<std::string> passthrough;  // kernel/libfuse mount options
+};
+
+[[noreturn]] void Usage(const char* msg) {
+  if (msg != nullptr) std::fprintf(stderr, "matrixfs: %s\n", msg);
+  std::fprintf(stderr,
+               "usage: matrixfs DATADIR MOUNTPOINT [-f] [-d] [-o opt[,opt...]]\n"
+               "  -f                 stay in the foreground\n"
+               "  -d, -o debug       FUSE debug output (implies -f)\n"
+               "  -o format          format DATADIR (absent or empty) before mounting\n"
+               "  -o inline_limit=N  bytes kept in the KV per small file (with format; default 65536)\n"
+               "  -o block_size=N    block size of small-file data (with format; default 4096)\n"
+               "  -o label=TEXT      filesystem label (with format)\n"
+               "  -o allow_other     let other users access the mount\n"
+               "  -o ro              mount read-only\n");
+  std::exit(msg ? 2 : 0);
+}
+
+bool ParseSize(const std::string& s, uint32_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+  if (errno != 0 || end == s.c_str()) return false;
+  std::string suffix(end);
+  if (suffix == "k" || suffix == "K") v <<= 10;
+  else if (suffix == "m" || suffix == "M") v <<= 20;
+  else if (!suffix.empty()) return false;
+  if (v > 0xffffffffull) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+void ParseOptions(const std::string& list, Args* a) {
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string opt = list.substr(start, comma - start);
+    start = comma + 1;
+    if (opt.empty()) continue;
+    std::string key = opt.substr(0, opt.find('='));
+    std::string val = opt.find('=') == std::string::npos ? "" : opt.substr(opt.find('=') + 1);
+    if (key == "format") a->format = true;
+    else if (key == "inline_limit") {
+      if (!ParseSize(val, &a->sb.inline_limit)) Usage(("bad inline_limit \"" + val + "\"").c_str());
+    } else if (key == "block_size") {
+      if (!ParseSize(val, &a->sb.block_size)) Usage(("bad block_size \"" + val + "\"").c_str());
+    } else if (key == "label") a->sb.label = val;
+    else if (key == "debug") a->debug = a->foreground = true;
+    else if (key == "ro") { a->read_only = true; a->passthrough.push_back("ro"); }
+    else if (key == "rw") a->read_only = false;
+    else if (key == "allow_other") a->allow_other = true;
+    else if (key == "default_permissions") {}
+    else if (key == "defaults" || key == "noauto" || key == "auto" || key == "nofail" || key == "_netdev" ||
+             key == "user" || key == "users" || key == "owner" || key == "comment" || key.rfind("x-", 0) == 0) {
+    } else a->passthrough.push_back(opt);
+  }
+}
+
+Args ParseArgs(int argc, char** argv) {
+  Args a;
+  std::vector<std::string> pos;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s == "-f") a.foreground = true;
+    else if (s == "-d") a.debug = a.foreground = true;
+    else if (s == "-h" || s == "--help") Usage(nullptr);
+    else if (s == "-o") {
+      if (i + 1 >= argc) Usage("-o needs an argument");
+      ParseOptions(argv[++i], &a);
+    } else if (s.rfind("-o", 0) == 0) ParseOptions(s.substr(2), &a);
+    else if (!s.empty() && s[0] == '-') Usage(("unknown flag " + s).c_str());
+    else pos.push_back(s);
+  }
+  if (pos.size() != 2) Usage("expected DATADIR and MOUNTPOINT");
+  a.datadir = pos[0];
+  a.mountpoint = pos[1];
+  return a;
+}
+
+std::string Absolute(const std::string& p) {
+  char buf[PATH_MAX];
+  if (::realpath(p.c_str(), buf) != nullptr) return buf;
+  return p;
+}
+
+// True when path is already a mount point (listed in /proc/self/mountinfo).
+bool IsMounted(const std::string& path) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    // id parent major:minor root mountpoint ...
+    size_t p = 0;
+    for (int field = 0; field < 4 && p != std::string::npos; ++field) p = line.find(' ', p + 1);
+    if (p == std::string::npos) continue;
+    size_t e = line.find(' ', p + 1);
+    std::string mp = line.substr(p + 1, e - p - 1);
+    std::string dec;
+    for (size_t i = 0; i < mp.size(); ++i) {
+      if (mp[i] == '\\' && i + 3 < mp.size()) {
+        dec.push_back(static_cast<char>(std::strtol(mp.substr(i + 1, 3).c_str(), nullptr, 8)));
+        i += 3;
+      } else {
+        dec.push_back(mp[i]);
+      }
+    }
+    if (dec == path) return true;
+  }
+  return false;
+}
+
+// Writes "OK" or the error to the parent waiting on fd (if any).
+void Report(int fd, const std::string& msg) {
+  if (fd < 0) {
+    if (msg != "OK") std::fprintf(stderr, "matrixfs: %s\n", msg.c_str());
+    return;
+  }
+  ssize_t n = ::write(fd, msg.data(), msg.size());
+  (void)n;
+}
+
+int Serve(const Args& a, int report_fd) {
+  MountConfig cfg;
+  cfg.read_only = a.read_only;
+  cfg.debug = a.debug;
+  auto fs = MatrixFs::Open(a.datadir, cfg);
+  if (!fs) {
+    Report(report_fd, fs.error().ToString());
+    return 1;
+  }
+  std::string opts = "default_permissions,fsname=" + a.datadir + ",subtype=matrixfs";
+  if (a.allow_other) opts += ",allow_other";
+  for (const auto& o : a.passthrough) opts += "," + o;
+  std::vector<std::string> sargs = {"matrixfs", "-o", opts};
+  if (a.debug) sargs.push_back("-d");
+  std::vector<char*> argv;
+  for (auto& s : sargs) argv.push_back(s.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  fuse_session* se = fuse_session_new(&args, &MatrixFs::Ops(), sizeof(fuse_lowlevel_ops), fs->get());
+  if (se == nullptr) {
+    Report(report_fd, "cannot create the FUSE session (bad mount options: " + opts + ")");
+    return 1;
+  }
+  if (fuse_set_signal_handlers(se) != 0) {
+    fuse_session_destroy(se);
+    Report(report_fd, "cannot install signal handlers");
+    return 1;
+  }
+  if (fuse_session_mount(se, a.mountpoint.c_str()) != 0) {
+    fuse_remove_signal_handlers(se);
+    fuse_session_destroy(se);
+    Report(report_fd, "cannot mount on " + a.mountpoint + " (is /dev/fuse available and the mount point usable?)");
+    return 1;
+  }
+  MXFS_LOG_INFO("mounted %s on %s (uuid %s)", a.datadir.c_str(), a.mountpoint.c_str(),
+                (*fs)->superblock().UuidString().c_str());
+  Report(report_fd, "OK");
+  if (report_fd >= 0) {
+    ::close(report_fd);
+    int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+      if (!a.debug) ::dup2(null, 2);
+      if (null > 2) ::close(null);
+    }
+  }
+  fuse_loop_config* lc = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_clone_fd(lc, 1);
+  fuse_loop_cfg_set_max_threads(lc, 16);
+  fuse_loop_cfg_set_idle_threads(lc, 4);
+  int rc = fuse_session_loop_mt(se, lc);
+  fuse_loop_cfg_destroy(lc);
+  fuse_session_unmount(se);
+  fuse_remove_signal_handlers(se);
+  fuse_session_destroy(se);
+  Status s = (*fs)->Close();
+  if (!s.ok()) {
+    MXFS_LOG_ERROR("closing %s: %s", a.datadir.c_str(), s.ToString().c_str());
+    return 1;
+  }
+  MXFS_LOG_INFO("unmounted %s", a.mountpoint.c_str());
+  return rc < 0 ? 1 : 0;
+}
+
+int Main(int argc, char** argv) {
+  Args a = ParseArgs(argc, argv);
+  struct stat st;
+  if (a.format) {
+    Status s = MatrixFs::Format(a.datadir, a.sb);
+    if (!s.ok()) {
+      std::fprintf(stderr, "matrixfs: cannot format %s: %s\n", a.datadir.c_str(), s.ToString().c_str());
+      return 1;
+    }
+  }
+  if (::stat(a.datadir.c_str(), &st) != 0) {
+    std::fprintf(stderr, "matrixfs: data directory %s: %s\n", a.datadir.c_str(), std::strerror(errno));
+    return 1;
+  }
+  a.datadir = Absolute(a.datadir);
+  auto sb = ReadSuperblock(a.datadir);
+  if (!sb) {
+    std::fprintf(stderr, "matrixfs: %s\n", sb.error().ToString().c_str());
+    return 1;
+  }
+  if (::stat(a.mountpoint.c_str(), &st) != 0) {
+    std::fprintf(stderr, "matrixfs: mount point %s: %s\n", a.mountpoint.c_str(), std::strerror(errno));
+    return 1;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    std::fprintf(stderr, "matrixfs: mount point %s is not a directory\n", a.mountpoint.c_str());
+    return 1;
+  }
+  a.mountpoint = Absolute(a.mountpoint);
+  if (IsMounted(a.mountpoint)) {
+    std::fprintf(stderr, "matrixfs: mount point %s is busy (something is already mounted there)\n",
+                 a.mountpoint.c_str());
+    return 1;
+  }
+  if (a.foreground) return Serve(a, -1);
+
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) {
+    std::perror("matrixfs: pipe");
+    return 1;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    std::perror("matrixfs: fork");
+    return 1;
+  }
+  if (pid == 0) {
+    ::close(pipefd[0]);
+    ::setsid();
+    if (::chdir("/") != 0) {}
+    SetLogFile(a.datadir + "/matrixfs.log");
+    ::_exit(Serve(a, pipefd[1]));
+  }
+  ::close(pipefd[1]);
+  std::string msg;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(pipefd[0], buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) msg.append(buf, static_cast<size_t>(n));
+  }
+  ::close(pipefd[0]);
+  if (msg == "OK") return 0;
+  if (msg.empty()) msg = "the daemon exited before mounting";
+  std::fprintf(stderr, "matrixfs: %s\n", msg.c_str());
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return 1;
+}
+
+}  // namespace
+}  // namespace mxfs
+
+int main(int argc, char** argv) { return mxfs::Main(argc, argv); }
