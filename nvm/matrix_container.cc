@@ -353,7 +353,8 @@ Result<bool> MatrixContainer::MaybeSwitchLocked(bool force) {
     receiver_pages += r.table->page_count();
   }
   if (!force && static_cast<double>(receiver_pages) < options_.receiver_share * data_pages_) return false;
-  uint64_t b = rows.front().table->row_id();
+  const uint64_t b = rows.front().table->row_id();
+  const size_t nrows = rows.size();
   MXFS_KILL_POINT("container.before_switch");
   pool_->PublishWord(BoundaryWord(), b);
   MXFS_KILL_POINT("container.after_switch");
@@ -365,7 +366,7 @@ Result<bool> MatrixContainer::MaybeSwitchLocked(bool force) {
   InstallLocked(std::move(v), {});
   switches_++;
   MXFS_LOG_INFO("matrix container %s: receiver became the compactor (%zu rows, %" PRIu64 " pages)",
-                pool_->path().c_str(), rows.size(), receiver_pages);
+                pool_->path().c_str(), nrows, receiver_pages);
   return true;
 }
 

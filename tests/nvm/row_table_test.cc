@@ -1,0 +1,154 @@
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/random.h"
+#include "nvm/matrix_container.h"
+#include "nvm/row_table.h"
+#include "tests/nvm/nvm_test_util.h"
+
+using namespace mxfs;
+using namespace mxfs::testing;
+
+namespace {
+
+using KVs = std::vector<std::pair<std::string, std::string>>;
+
+// A page-aligned DRAM copy of a row image (RowTable reads any memory).
+struct DramRow {
+  std::unique_ptr<char, decltype(&std::free)> mem{nullptr, &std::free};
+  std::shared_ptr<const RowTable> table;
+};
+
+DramRow BuildDram(const KVs& kv, uint64_t id, const RowTable* prev, const RowTableOptions& o = {}) {
+  RowTableBuilder b(o.comparator);
+  for (auto& [k, v] : kv) b.Add(k, v);
+  auto img = b.Finish(id, prev);
+  REQUIRE(img.has_value());
+  CHECK(img->size() == uint64_t{b.PagesNeeded()} * kRowPageSize);
+  DramRow r;
+  r.mem.reset(static_cast<char*>(std::aligned_alloc(kRowPageSize, img->size())));
+  std::memcpy(r.mem.get(), img->data(), img->size());
+  auto t = RowTable::Open(o, r.mem.get(), 0, static_cast<uint32_t>(img->size() / kRowPageSize), id, "dram");
+  REQUIRE(t.has_value());
+  r.table = *t;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("RowTable: entries read back in order with their values") {
+  Random rnd(1);
+  KVs kv = RandomRow(&rnd, 500, 100000, "r1");
+  DramRow r = BuildDram(kv, 1, nullptr);
+  const RowTable& t = *r.table;
+  REQUIRE(t.num_entries() == kv.size());
+  CHECK(t.row_id() == 1);
+  CHECK(t.prev_row_id() == 0);
+  for (uint32_t i = 0; i < t.num_entries(); i++) {
+    CHECK(t.Key(i) == Slice(kv[i].first));
+    CHECK(t.Value(i) == Slice(kv[i].second));
+  }
+  CHECK(t.LowerBound("a") == 0);
+  CHECK(t.LowerBound("z") == t.num_entries());
+  CHECK(t.LowerBound(kv[17].first) == 17);
+  auto it = t.NewIterator(0, t.num_entries());
+  it->Seek(kv[42].first);
+  REQUIRE(it->Valid());
+  CHECK(it->value() == Slice(kv[42].second));
+  it->Prev();
+  CHECK(it->key() == Slice(kv[41].first));
+}
+
+TEST_CASE("RowTable: forward pointers match a brute-force search of the previous row") {
+  for (uint64_t seed : {1, 2, 3}) {
+    Random rnd(seed);
+    std::vector<KVs> rows;
+    std::vector<DramRow> built;
+    for (int i = 0; i < 5; i++) {
+      rows.push_back(RandomRow(&rnd, 50 + rnd.Uniform(400), 2000, "r" + std::to_string(i)));
+      built.push_back(BuildDram(rows.back(), i + 1, i ? built.back().table.get() : nullptr));
+    }
+    for (int i = 1; i < 5; i++) {
+      const RowTable& t = *built[i].table;
+      const KVs& prev = rows[i - 1];
+      CHECK(t.prev_row_id() == static_cast<uint64_t>(i));
+      for (uint32_t e = 0; e < t.num_entries(); e++) {
+        uint32_t expect = 0;
+        while (expect < prev.size() && prev[expect].first < rows[i][e].first) expect++;
+        REQUIRE(t.Forward(e) == expect);
+      }
+    }
+  }
+}
+
+TEST_CASE("RowTable: the bloom filter has no false negatives and few false positives") {
+  Random rnd(7);
+  KVs kv = RandomRow(&rnd, 2000, 1000000, "b");
+  RowTableOptions o;
+  o.filter_key = [](const Slice& k) { return Slice(k.data(), k.size() - 2); };  // like stripping a trailer
+  DramRow r = BuildDram(kv, 1, nullptr, o);
+  for (auto& [k, v] : kv) REQUIRE(r.table->KeyMayMatch(k));
+  int fp = 0;
+  for (int i = 0; i < 2000; i++) {
+    std::string k = "absent" + std::to_string(i) + "xx";
+    fp += r.table->KeyMayMatch(k) ? 1 : 0;
+  }
+  CHECK(fp < 100);  // 10 bits per key: about 1%
+}
+
+TEST_CASE("RowTable: damaged metadata is reported with the place and checksums") {
+  Random rnd(9);
+  DramRow r = BuildDram(RandomRow(&rnd, 100, 1000, "c"), 3, nullptr);
+  r.mem.get()[kRowPageSize + 5] ^= 0x40;
+  auto t = RowTable::Open({}, r.mem.get(), 0, r.table->page_count(), 3, "pool X offset 1234");
+  REQUIRE_FALSE(t.has_value());
+  CHECK(t.error().IsCorruption());
+  std::string m(t.error().message());
+  CHECK(m.find("pool X offset 1234") != std::string::npos);
+  CHECK(m.find("metadata checksum mismatch") != std::string::npos);
+  auto wrong_id = RowTable::Open({}, r.mem.get(), 0, r.table->page_count(), 4, "here");
+  REQUIRE_FALSE(wrong_id.has_value());
+  CHECK(std::string(wrong_id.error().message()).find("expects 4") != std::string::npos);
+}
+
+TEST_CASE("RowTable: a row is read in place from PM after a reopen at another address", "[pm]") {
+  ShmDir dir;
+  std::string path = dir.File("pool");
+  Random rnd(13);
+  KVs kv = RandomRow(&rnd, 3000, 100000, "pm");
+  char* first_base;
+  auto pool1 = Pool::Create(path, SmallPool());
+  REQUIRE(pool1.has_value());
+  first_base = (*pool1)->base();
+  REQUIRE(MatrixContainer::Format(pool1->get()).ok());
+  {
+    auto c = MatrixContainer::Open(pool1->get(), {});
+    REQUIRE(c.has_value());
+    VectorIterator in(kv);
+    REQUIRE((*c)->AddRow(&in).has_value());
+  }
+  // Open the pool again while the first mapping still exists, so it cannot
+  // land at the same address; relative references must still work.
+  auto pool2 = Pool::Open(path);
+  REQUIRE(pool2.has_value());
+  CHECK((*pool2)->base() != first_base);
+  pool1->reset();
+  auto c = MatrixContainer::Open(pool2->get(), {});
+  REQUIRE(c.has_value());
+  auto v = (*c)->Current();
+  REQUIRE(v->rows().size() == 1);
+  const RowTable& t = *v->rows()[0].table;
+  REQUIRE(t.num_entries() == kv.size());
+  const char* lo = (*pool2)->base();
+  const char* hi = lo + (*pool2)->size();
+  for (uint32_t i = 0; i < t.num_entries(); i += 37) {
+    CHECK(t.Key(i) == Slice(kv[i].first));
+    CHECK(t.Value(i) == Slice(kv[i].second));
+    CHECK(t.Key(i).data() >= lo);  // in place: a pointer into the mapping, not a copy
+    CHECK(t.Key(i).data() < hi);
+  }
+}
