@@ -1,0 +1,1077 @@
+#include "kvcore/db_impl.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/logging.h"
+#include "kvcore/db_iter.h"
+#include "kvcore/filename.h"
+#include "kvcore/log_reader.h"
+#include "kvcore/log_writer.h"
+#include "kvcore/merger.h"
+#include "kvcore/write_batch_internal.h"
+
+namespace mxfs {
+
+namespace {
+
+constexpr size_t kMaxOpenTables = 1000;
+constexpr size_t kMaxRecentCompactions = 32;
+
+uint64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Databases open in this process: flock is per open file description, so
+// this catches a second Open of one path even where flock would not.
+std::mutex g_open_mu;
+std::set<std::string>& OpenPaths() {
+  static std::set<std::string> paths;
+  return paths;
+}
+
+std::string CanonicalPath(const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return path;
+  std::string r(real);
+  std::free(real);
+  return r;
+}
+
+std::string Num(uint64_t v) { return std::to_string(v); }
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", v);
+  return buf;
+}
+
+}  // namespace
+
+// ---- options ---------------------------------------------------------------
+
+Status ValidateOptions(const Options& o) {
+  auto bad = [](const std::string& what) { return Status::InvalidArgument("invalid option " + what); };
+  if (o.write_buffer_size < 4096 || o.write_buffer_size > (1ull << 36)) {
+    return bad("write_buffer_size = " + Num(static_cast<uint64_t>(o.write_buffer_size)) +
+               ": must be between 4096 and 2^36 bytes");
+  }
+  if (o.max_write_buffer_number < 2 || o.max_write_buffer_number > 64) {
+    return bad("max_write_buffer_number = " + std::to_string(o.max_write_buffer_number) + ": must be 2..64");
+  }
+  if (o.num_levels < 2 || o.num_levels > 20) {
+    return bad("num_levels = " + std::to_string(o.num_levels) + ": must be 2..20");
+  }
+  if (o.max_bytes_for_level_base < 1024) {
+    return bad("max_bytes_for_level_base = " + Num(o.max_bytes_for_level_base) + ": must be at least 1024");
+  }
+  if (!(o.max_bytes_for_level_multiplier > 1.0) || !std::isfinite(o.max_bytes_for_level_multiplier)) {
+    return bad("max_bytes_for_level_multiplier = " + Num(o.max_bytes_for_level_multiplier) +
+               ": must be a finite number greater than 1");
+  }
+  if (o.target_file_size_base < 1024) {
+    return bad("target_file_size_base = " + Num(o.target_file_size_base) + ": must be at least 1024");
+  }
+  if (o.level0_file_num_compaction_trigger < 1) {
+    return bad("level0_file_num_compaction_trigger = " + std::to_string(o.level0_file_num_compaction_trigger) +
+               ": must be at least 1");
+  }
+  if (o.level0_slowdown_writes_trigger < o.level0_file_num_compaction_trigger) {
+    return bad("level0_slowdown_writes_trigger = " + std::to_string(o.level0_slowdown_writes_trigger) +
+               ": must be >= level0_file_num_compaction_trigger (" +
+               std::to_string(o.level0_file_num_compaction_trigger) + ")");
+  }
+  if (o.level0_stop_writes_trigger < o.level0_slowdown_writes_trigger) {
+    return bad("level0_stop_writes_trigger = " + std::to_string(o.level0_stop_writes_trigger) +
+               ": must be >= level0_slowdown_writes_trigger (" + std::to_string(o.level0_slowdown_writes_trigger) +
+               ")");
+  }
+  if (o.max_background_compactions < 1) {
+    return bad("max_background_compactions = " + std::to_string(o.max_background_compactions) +
+               ": must be at least 1");
+  }
+  if (o.bloom_bits_per_key < 0 || o.bloom_bits_per_key > 64) {
+    return bad("bloom_bits_per_key = " + std::to_string(o.bloom_bits_per_key) + ": must be 0..64");
+  }
+  if (o.block_size < 256 || o.block_size > (16u << 20)) {
+    return bad("block_size = " + Num(static_cast<uint64_t>(o.block_size)) + ": must be 256..16777216");
+  }
+  if (!(o.container_share > 0.0 && o.container_share < 1.0)) {
+    return bad("container_share = " + Num(o.container_share) + ": must be strictly between 0 and 1");
+  }
+  if (o.column_compaction_threads < 1) {
+    return bad("column_compaction_threads = " + std::to_string(o.column_compaction_threads) +
+               ": must be at least 1");
+  }
+  if (!o.nvm_path.empty()) {
+    return Status::NotSupported("nvm_path = " + o.nvm_path +
+                                ": this build keeps L0 and the WAL on the SSD; the NVM pool is not wired in yet");
+  }
+  return Status::OK();
+}
+
+// ---- helpers ---------------------------------------------------------------
+
+struct DBImpl::Writer {
+  WriteBatch* batch = nullptr;
+  bool sync = false;
+  bool done = false;
+  Status status;
+  std::condition_variable cv;
+};
+
+struct DBImpl::ManualCompaction {
+  int level = 0;
+  bool done = false;
+  const InternalKey* begin = nullptr;
+  const InternalKey* end = nullptr;
+  InternalKey tmp_storage;
+};
+
+class DBImpl::SnapshotImpl final : public Snapshot {
+ public:
+  explicit SnapshotImpl(SequenceNumber s) : sequence(s) {}
+  ~SnapshotImpl() override = default;
+  const SequenceNumber sequence;
+};
+
+DB::~DB() = default;
+
+Result<std::unique_ptr<DB>> DB::Open(const Options& options, const std::string& path) {
+  Status valid = ValidateOptions(options);
+  if (!valid.ok()) return Err(std::move(valid));
+  auto db = std::make_unique<DBImpl>(options, path);
+  Status s = db->Open();
+  if (!s.ok()) return Err(std::move(s));
+  return std::unique_ptr<DB>(std::move(db));
+}
+
+DBImpl::DBImpl(const Options& options, const std::string& dbname) : ctx_(BytewiseComparator()) {
+  ctx_.dbname = dbname;
+  while (ctx_.dbname.size() > 1 && ctx_.dbname.back() == '/') ctx_.dbname.pop_back();
+  ctx_.options = options;
+  ctx_.fs = options.fs != nullptr ? options.fs : DefaultFileSystem();
+  ctx_.file_options.direct_io = options.use_direct_io;
+  ctx_.file_options.use_io_uring = options.use_io_uring;
+  if (options.block_cache_size > 0) ctx_.block_cache = std::make_unique<BlockCache>(options.block_cache_size);
+  ctx_.table_options.comparator = &ctx_.icmp;
+  ctx_.table_options.block_size = options.block_size;
+  ctx_.table_options.bloom_bits_per_key = options.bloom_bits_per_key;
+  ctx_.table_options.filter_key = InternalFilterKey;
+  ctx_.table_options.block_cache = ctx_.block_cache.get();
+  ctx_.table_options.verify_checksums = true;
+  table_cache_ = std::make_unique<TableCache>(&ctx_, kMaxOpenTables);
+  ctx_.table_cache = table_cache_.get();
+  level0_ = NewSsdLevel0(&ctx_);
+  versions_ = std::make_unique<VersionSet>(&ctx_, level0_.get());
+}
+
+DBImpl::~DBImpl() {
+  if (opened_ && !closed_) Close().IgnoreError();  // destructor: nobody to report to; errors are logged
+  if (!lock_key_.empty()) {
+    std::lock_guard<std::mutex> g(g_open_mu);
+    OpenPaths().erase(lock_key_);
+  }
+}
+
+// ---- open and recovery -----------------------------------------------------
+
+Status DBImpl::Open() {
+  std::unique_lock<std::mutex> l(mu_);
+  Status s = OpenLocked(l);
+  if (!s.ok()) {
+    // Leave nothing running or held.
+    shutting_down_ = true;
+    return s;
+  }
+  opened_ = true;
+  flush_thread_ = std::thread([this] { FlushThreadMain(); });
+  compact_thread_ = std::thread([this] { CompactThreadMain(); });
+  DeleteObsoleteFiles(l);
+  bg_cv_.notify_all();
+  return Status::OK();
+}
+
+Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
+  FileSystem* fs = ctx_.fs;
+  const std::string& dbname = ctx_.dbname;
+  l.unlock();  // no other thread can see this DB yet; file I/O without the mutex
+  auto children = fs->GetChildren(dbname);
+  if (!children) {
+    const Status& e = children.error();
+    if (e.err() == ENOTDIR) {
+      l.lock();
+      return Status::InvalidArgument("cannot open database " + dbname + ": it is a regular file, not a directory");
+    }
+    if (e.IsNotFound() || e.err() == ENOENT) {
+      if (!ctx_.options.create_if_missing) {
+        l.lock();
+        return Status::InvalidArgument("database " + dbname + " does not exist (create_if_missing is false)");
+      }
+      Status s = fs->CreateDir(dbname);
+      if (!s.ok()) {
+        l.lock();
+        return s.WithContext("creating database directory " + dbname);
+      }
+      children = fs->GetChildren(dbname);
+    }
+    if (!children) {
+      l.lock();
+      Status s = children.error();
+      return Status::IOError("cannot read database directory " + dbname + ": " + std::string(s.message()), s.err());
+    }
+  }
+
+  const std::string lock_path = LockFileName(dbname);
+  {
+    const std::string key = CanonicalPath(dbname);
+    std::lock_guard<std::mutex> g(g_open_mu);
+    if (!OpenPaths().insert(key).second) {
+      l.lock();
+      return Status::Busy("database " + dbname + " is already open: " + lock_path + " is held by this process");
+    }
+    lock_key_ = key;
+  }
+  auto lock = fs->LockFile(lock_path);
+  if (!lock) {
+    l.lock();
+    const Status& e = lock.error();
+    if (e.IsBusy()) {
+      return Status::Busy("database " + dbname + " is in use: " + lock_path + " is locked by another process");
+    }
+    return e.WithContext("locking " + lock_path);
+  }
+  file_lock_ = std::move(*lock);
+
+  bool have_current = false;
+  std::vector<std::pair<uint64_t, std::string>> logs;
+  std::set<uint64_t> tables;
+  std::string some_db_file;
+  for (const std::string& name : *children) {
+    uint64_t number;
+    FileType type;
+    if (!ParseFileName(name, &number, &type)) continue;
+    if (type == FileType::kCurrent) have_current = true;
+    if (type == FileType::kLog) logs.emplace_back(number, name);
+    if (type == FileType::kTable) tables.insert(number);
+    if (type == FileType::kLog || type == FileType::kTable || type == FileType::kManifest) some_db_file = name;
+  }
+
+  l.lock();
+  if (have_current) {
+    if (ctx_.options.error_if_exists) {
+      return Status::Exists("database " + dbname + " already exists (error_if_exists is true)");
+    }
+    l.unlock();
+    Status s = versions_->Recover();
+    l.lock();
+    MXFS_RETURN_IF_ERROR(s);
+    for (int level = 0; level < ctx_.options.num_levels; level++) {
+      for (const auto& f : versions_->current()->files(level)) {
+        if (!tables.contains(f->number)) {
+          return Status::Corruption(ManifestFileName(dbname, versions_->ManifestFileNumber()) +
+                                    " names table " + TableFileName(dbname, f->number) + " (level " +
+                                    std::to_string(level) + "), which does not exist");
+        }
+      }
+    }
+  } else if (!some_db_file.empty()) {
+    return Status::Corruption("database " + dbname + " has no CURRENT file but holds database files (such as " +
+                              some_db_file + "); refusing to treat it as a new database");
+  }
+
+  // Replay the WALs the MANIFEST does not cover, oldest first.
+  std::sort(logs.begin(), logs.end());
+  VersionEdit edit;
+  SequenceNumber max_sequence = versions_->LastSequence();
+  for (const auto& [number, name] : logs) {
+    versions_->MarkFileNumberUsed(number);
+    if (number < versions_->LogNumber()) continue;
+    l.unlock();
+    Status s = RecoverLog(number, &edit, &max_sequence);
+    l.lock();
+    MXFS_RETURN_IF_ERROR(s);
+  }
+  versions_->SetLastSequence(max_sequence);
+  if (mem_ && !mem_->Empty()) {
+    const uint64_t number = versions_->NewFileNumber();
+    auto it = mem_->NewIterator();
+    FlushResult r;
+    l.unlock();
+    Status s = level0_->WriteMemTable(it.get(), number, &edit, &r);
+    l.lock();
+    MXFS_RETURN_IF_ERROR(s);
+    stat_flush_bytes_ += r.bytes_written;
+    stat_flushes_++;
+  }
+  mem_.reset();
+
+  uint64_t new_log = 0;
+  MXFS_RETURN_IF_ERROR(NewLog(&l, &new_log, &log_));
+  log_number_ = new_log;
+  mem_ = std::make_shared<MemTable>(ctx_.icmp);
+  mem_->set_log_number(new_log);
+  edit.SetLogNumber(new_log);
+  return versions_->LogAndApply(&edit, l);
+}
+
+Status DBImpl::RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* max_sequence) {
+  const std::string path = LogFileName(ctx_.dbname, number);
+  auto file = ctx_.fs->NewSequentialFile(path);
+  if (!file) return file.error();
+  LogReader reader(std::move(*file));
+  std::string scratch;
+  Slice record;
+  WriteBatch batch;
+  uint64_t offset = 0;
+  while (reader.ReadRecord(&record, &scratch)) {
+    Status s = batch.SetRep(record);
+    if (s.ok()) {
+      if (!mem_) {
+        mem_ = std::make_shared<MemTable>(ctx_.icmp);
+        mem_->set_log_number(number);
+      }
+      s = WriteBatchInternal::InsertInto(batch, mem_.get());
+    }
+    if (!s.ok()) {
+      return Status::Corruption(path + ": record at offset " + std::to_string(offset) + ": " +
+                                std::string(s.message()));
+    }
+    if (batch.Count() > 0) *max_sequence = std::max(*max_sequence, batch.Sequence() + batch.Count() - 1);
+    offset = reader.LastRecordEnd();
+    if (mem_->ApproximateMemoryUsage() > ctx_.options.write_buffer_size) {
+      uint64_t table_number;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        table_number = versions_->NewFileNumber();
+      }
+      auto it = mem_->NewIterator();
+      FlushResult r;
+      MXFS_RETURN_IF_ERROR(level0_->WriteMemTable(it.get(), table_number, edit, &r));
+      std::lock_guard<std::mutex> g(mu_);
+      stat_flush_bytes_ += r.bytes_written;
+      stat_flushes_++;
+      it.reset();
+      mem_.reset();
+    }
+  }
+  if (!reader.status().ok()) return reader.status();
+  if (reader.DroppedBytes() > 0) {
+    MXFS_LOG_WARN("%s: ignored a torn last record (%llu bytes at offset %llu); it was never acknowledged",
+                  path.c_str(), static_cast<unsigned long long>(reader.DroppedBytes()),
+                  static_cast<unsigned long long>(reader.LastRecordEnd()));
+  }
+  return Status::OK();
+}
+
+Status DBImpl::NewLog(std::unique_lock<std::mutex>* l, uint64_t* number, std::unique_ptr<WalWriter>* log) {
+  *number = versions_->NewFileNumber();
+  const std::string path = LogFileName(ctx_.dbname, *number);
+  l->unlock();
+  Status s;
+  auto file = ctx_.fs->NewWritableFile(path);
+  if (file) {
+    // The new log's directory entry must be durable before a synced write in it is acknowledged.
+    s = ctx_.fs->SyncDir(ctx_.dbname);
+    if (s.ok()) *log = std::make_unique<LogWriter>(std::move(*file));
+  } else {
+    s = file.error();
+  }
+  l->lock();
+  return s;
+}
+
+// ---- writes ----------------------------------------------------------------
+
+Status DBImpl::Put(const WriteOptions& options, const Slice& key, const Slice& value) {
+  WriteBatch batch;
+  batch.Put(key, value);
+  return Write(options, &batch);
+}
+
+Status DBImpl::Delete(const WriteOptions& options, const Slice& key) {
+  WriteBatch batch;
+  batch.Delete(key);
+  return Write(options, &batch);
+}
+
+Status DBImpl::Write(const WriteOptions& options, WriteBatch* batch) {
+  if (batch == nullptr) return Status::InvalidArgument("Write: batch is null");
+  if (batch->Count() == 0) {
+    std::lock_guard<std::mutex> g(mu_);
+    return WritableStatus();
+  }
+  return WriteImpl(options, batch);
+}
+
+Status DBImpl::WritableStatus() const {
+  if (closed_ || !opened_) return Status::InvalidArgument("database " + ctx_.dbname + " is closed");
+  if (!bg_error_.ok()) {
+    return Status::ReadOnly("database " + ctx_.dbname + " is read-only after a background " + bg_error_where_ +
+                            " error: " + bg_error_.ToString());
+  }
+  return Status::OK();
+}
+
+Status DBImpl::WriteImpl(const WriteOptions& options, WriteBatch* batch) {
+  Writer w;
+  w.batch = batch;
+  w.sync = options.sync;
+  std::unique_lock<std::mutex> l(mu_);
+  writers_.push_back(&w);
+  w.cv.wait(l, [&] { return w.done || &w == writers_.front(); });
+  if (w.done) return w.status;
+
+  Status s = WritableStatus();
+  if (s.ok()) s = MakeRoomForWrite(l, batch == nullptr);
+  SequenceNumber last_sequence = versions_->LastSequence();
+  Writer* last_writer = &w;
+  if (s.ok() && batch != nullptr) {
+    bool sync = false;
+    WriteBatch* group = BuildBatchGroup(&last_writer, &sync);
+    group->SetSequence(last_sequence + 1);
+    last_sequence += group->Count();
+    std::shared_ptr<MemTable> mem = mem_;
+    WalWriter* log = log_.get();
+    const uint64_t user_bytes = WriteBatchInternal::UserBytes(*group);
+    const uint64_t wal_before = log->BytesWritten();
+    l.unlock();
+    // Only the leader runs here: the log and the memtable have one writer.
+    s = log->AddRecord(group->Rep(), sync);
+    bool log_error = !s.ok();
+    if (s.ok()) s = WriteBatchInternal::InsertInto(*group, mem.get());
+    l.lock();
+    if (log_error) {
+      RecordBackgroundError(s, "WAL write");
+    } else if (!s.ok()) {
+      RecordBackgroundError(s, "memtable insert");
+    } else {
+      versions_->SetLastSequence(last_sequence);
+      stat_groups_++;
+      if (sync) stat_syncs_++;
+      stat_user_bytes_ += user_bytes;
+      stat_wal_bytes_ += log->BytesWritten() - wal_before;
+      stat_records_ += group->Count();
+    }
+    if (group == &tmp_batch_) tmp_batch_.Clear();
+  }
+  while (true) {
+    Writer* ready = writers_.front();
+    writers_.pop_front();
+    if (ready != &w) {
+      ready->status = s;
+      ready->done = true;
+      ready->cv.notify_one();
+    }
+    if (ready->batch != nullptr) stat_batches_++;
+    if (ready == last_writer) break;
+  }
+  if (!writers_.empty()) writers_.front()->cv.notify_one();
+  return s;
+}
+
+WriteBatch* DBImpl::BuildBatchGroup(Writer** last_writer, bool* sync) {
+  Writer* first = writers_.front();
+  WriteBatch* result = first->batch;
+  size_t size = first->batch->ApproximateSize();
+  *sync = first->sync;
+  // Small writes must not wait behind a huge group.
+  size_t max_size = 1 << 20;
+  if (size <= (128 << 10)) max_size = size + (128 << 10);
+  *last_writer = first;
+  for (auto it = writers_.begin() + 1; it != writers_.end(); ++it) {
+    Writer* w = *it;
+    if (w->batch == nullptr) break;  // a forced memtable switch goes alone
+    size += w->batch->ApproximateSize();
+    if (size > max_size) break;
+    if (result == first->batch) {
+      tmp_batch_.Clear();
+      tmp_batch_.Append(*first->batch);
+      result = &tmp_batch_;
+    }
+    result->Append(*w->batch);
+    *sync = *sync || w->sync;
+    *last_writer = w;
+  }
+  return result;
+}
+
+Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
+  bool allow_delay = !force;
+  const int slowdown = ctx_.options.level0_slowdown_writes_trigger;
+  const int stop = ctx_.options.level0_stop_writes_trigger;
+  while (true) {
+    MXFS_RETURN_IF_ERROR(WritableStatus());
+    if (shutting_down_) return Status::InvalidArgument("database " + ctx_.dbname + " is closing");
+    const int l0_runs = level0_->NumRuns(*versions_->current());
+    if (allow_delay && l0_runs >= slowdown) {
+      // Many L0 runs: give compaction a millisecond, once per write.
+      const uint64_t start = NowMicros();
+      l.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      l.lock();
+      stall_slowdown_us_ += NowMicros() - start;
+      allow_delay = false;
+    } else if (!force && mem_->ApproximateMemoryUsage() <= ctx_.options.write_buffer_size) {
+      return Status::OK();
+    } else if (static_cast<int>(imms_.size()) >= ctx_.options.max_write_buffer_number - 1) {
+      const uint64_t start = NowMicros();
+      bg_cv_.wait(l);
+      stall_memtable_us_ += NowMicros() - start;
+    } else if (l0_runs >= stop) {
+      const uint64_t start = NowMicros();
+      bg_cv_.wait(l);
+      stall_stop_us_ += NowMicros() - start;
+    } else {
+      if (force && mem_->Empty()) return Status::OK();
+      uint64_t number = 0;
+      std::unique_ptr<WalWriter> log;
+      Status s = NewLog(&l, &number, &log);
+      if (!s.ok()) {
+        RecordBackgroundError(s, "WAL creation");
+        return s;
+      }
+      // Everything in the old log was written by earlier groups; close it.
+      Status cs = log_->Close();
+      if (!cs.ok()) MXFS_LOG_WARN("closing WAL #%llu: %s", static_cast<unsigned long long>(log_number_), cs.ToString().c_str());
+      log_ = std::move(log);
+      log_number_ = number;
+      imms_.push_back(std::move(mem_));
+      mem_ = std::make_shared<MemTable>(ctx_.icmp);
+      mem_->set_log_number(number);
+      force = false;
+      bg_cv_.notify_all();
+    }
+  }
+}
+
+void DBImpl::RecordBackgroundError(const Status& s, const char* where) {
+  if (!bg_error_.ok()) return;
+  bg_error_ = s;
+  bg_error_where_ = where;
+  MXFS_LOG_ERROR("database %s is now read-only: %s error: %s", ctx_.dbname.c_str(), where, s.ToString().c_str());
+  bg_cv_.notify_all();
+}
+
+// ---- reads -----------------------------------------------------------------
+
+Status DBImpl::Get(const ReadOptions& options, const Slice& key, std::string* value) {
+  std::shared_ptr<MemTable> mem;
+  std::vector<std::shared_ptr<MemTable>> imms;
+  std::shared_ptr<Version> v;
+  SequenceNumber seq;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (closed_ || !opened_) return Status::InvalidArgument("database " + ctx_.dbname + " is closed");
+    seq = options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
+    mem = mem_;
+    imms.assign(imms_.begin(), imms_.end());
+    v = versions_->current();
+  }
+  stat_gets_.fetch_add(1, std::memory_order_relaxed);
+  LookupKey lkey(key, seq);
+  Status s;
+  if (mem->Get(lkey, value, &s)) return s;
+  for (auto it = imms.rbegin(); it != imms.rend(); ++it) {
+    if ((*it)->Get(lkey, value, &s)) return s;
+  }
+  return v->Get(options, lkey, value);
+}
+
+std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
+  std::vector<std::unique_ptr<Iterator>> iters;
+  std::shared_ptr<Version> v;
+  SequenceNumber seq;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (closed_ || !opened_) {
+      return NewEmptyIterator(Status::InvalidArgument("database " + ctx_.dbname + " is closed"));
+    }
+    seq = options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
+    iters.push_back(mem_->NewIterator());
+    for (auto it = imms_.rbegin(); it != imms_.rend(); ++it) iters.push_back((*it)->NewIterator());
+    v = versions_->current();
+  }
+  v->AddIterators(options, &iters);
+  auto merged = NewMergingIterator(&ctx_.icmp, std::move(iters));
+  auto db_iter = NewDBIterator(ctx_.icmp.user_comparator(), std::move(merged), seq);
+  db_iter->RegisterCleanup([v] {});
+  return db_iter;
+}
+
+const Snapshot* DBImpl::GetSnapshot() {
+  std::lock_guard<std::mutex> g(mu_);
+  snapshots_.push_back(std::make_unique<SnapshotImpl>(versions_->LastSequence()));
+  return snapshots_.back().get();
+}
+
+void DBImpl::ReleaseSnapshot(const Snapshot* snapshot) {
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto it = snapshots_.begin(); it != snapshots_.end(); ++it) {
+    if (it->get() == snapshot) {
+      snapshots_.erase(it);
+      return;
+    }
+  }
+}
+
+SequenceNumber DBImpl::OldestSnapshot() const {
+  SequenceNumber oldest = versions_->LastSequence();
+  for (const auto& s : snapshots_) oldest = std::min(oldest, s->sequence);
+  return oldest;
+}
+
+// ---- background work -------------------------------------------------------
+
+void DBImpl::FlushThreadMain() {
+  SetThreadName("mxfs-flush");
+  std::unique_lock<std::mutex> l(mu_);
+  while (true) {
+    bg_cv_.wait(l, [this] { return shutting_down_ || (!imms_.empty() && bg_error_.ok()); });
+    if (shutting_down_) break;
+    flushing_ = true;
+    Status s = FlushOldestMemTable(l);
+    flushing_ = false;
+    if (!s.ok()) RecordBackgroundError(s, "flush");
+    bg_cv_.notify_all();
+  }
+}
+
+Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
+  std::shared_ptr<MemTable> imm = imms_.front();
+  const uint64_t number = versions_->NewFileNumber();
+  pending_outputs_.insert(number);
+  const uint64_t start = NowMicros();
+  l.unlock();
+  VersionEdit edit;
+  FlushResult r;
+  std::unique_ptr<Iterator> it = imm->NewIterator();
+  Status s = level0_->WriteMemTable(it.get(), number, &edit, &r);
+  std::string smallest, largest;
+  if (s.ok()) {
+    it->SeekToFirst();
+    if (it->Valid()) smallest = ExtractUserKey(it->key()).ToEscaped();
+    it->SeekToLast();
+    if (it->Valid()) largest = ExtractUserKey(it->key()).ToEscaped();
+  }
+  it.reset();
+  l.lock();
+  if (s.ok()) {
+    // The WAL of the next memtable is the oldest one still needed.
+    edit.SetLogNumber(imms_.size() > 1 ? imms_[1]->log_number() : mem_->log_number());
+    s = versions_->LogAndApply(&edit, l);
+  }
+  pending_outputs_.erase(number);
+  if (!s.ok()) return s.WithContext("flushing memtable to table #" + std::to_string(number));
+  imms_.pop_front();
+  stat_flushes_++;
+  stat_flush_bytes_ += r.bytes_written;
+  AddRecord(CompactionRecord{"flush->L0", smallest, largest, imm->ApproximateMemoryUsage(), r.bytes_written,
+                             NowMicros() - start});
+  bg_cv_.notify_all();
+  DeleteObsoleteFiles(l);
+  return Status::OK();
+}
+
+void DBImpl::CompactThreadMain() {
+  SetThreadName("mxfs-compact");
+  std::unique_lock<std::mutex> l(mu_);
+  while (true) {
+    bg_cv_.wait(l, [this] {
+      return shutting_down_ || (bg_error_.ok() && (manual_ != nullptr || versions_->NeedsCompaction()));
+    });
+    if (shutting_down_) break;
+    Status s = BackgroundCompaction(l);
+    if (!s.ok() && !shutting_down_) RecordBackgroundError(s, "compaction");
+    bg_cv_.notify_all();
+  }
+}
+
+Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
+  ManualCompaction* m = manual_;
+  std::unique_ptr<Compaction> c;
+  InternalKey manual_end;
+  if (m != nullptr) {
+    c = versions_->CompactRange(m->level, m->begin, m->end);
+    m->done = c == nullptr;
+    if (c) manual_end = c->inputs(0).back()->largest;
+  } else {
+    c = versions_->PickCompaction();
+  }
+  Status s;
+  if (c) {
+    CompactionRecord rec;
+    const uint64_t start = NowMicros();
+    if (m == nullptr && c->IsTrivialMove()) {
+      const auto& f = c->inputs(0)[0];
+      c->edit()->RemoveFile(c->level(), f->number);
+      c->edit()->AddFile(c->level() + 1, *f);
+      s = versions_->LogAndApply(c->edit(), l);
+      rec.kind = "move L" + std::to_string(c->level()) + "->L" + std::to_string(c->level() + 1);
+      rec.smallest = f->smallest.user_key().ToEscaped();
+      rec.largest = f->largest.user_key().ToEscaped();
+      rec.bytes_in = rec.bytes_out = f->file_size;
+      if (s.ok()) stat_trivial_moves_++;
+    } else {
+      rec.kind = std::string(m ? "manual " : "") + "L" + std::to_string(c->level()) + "->L" +
+                 std::to_string(c->level() + 1);
+      s = DoCompactionWork(c.get(), l, &rec);
+    }
+    rec.micros = NowMicros() - start;
+    if (s.ok()) AddRecord(std::move(rec));
+  }
+  if (m != nullptr) {
+    if (!s.ok()) m->done = true;
+    if (!m->done) {
+      m->tmp_storage = manual_end;
+      m->begin = &m->tmp_storage;
+    }
+    manual_ = nullptr;
+  }
+  if (s.ok()) DeleteObsoleteFiles(l);
+  return s;
+}
+
+Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec) {
+  const SequenceNumber smallest_snapshot = OldestSnapshot();
+  const Comparator* ucmp = ctx_.icmp.user_comparator();
+  struct Output {
+    FileMetaData meta;
+    std::unique_ptr<WritableFile> file;
+    std::unique_ptr<TableBuilder> builder;
+  };
+  std::vector<FileMetaData> outputs;
+  std::vector<uint64_t> numbers;
+  Output out;
+  bool open = false;
+  rec->bytes_in = c->InputBytes();
+  {
+    InternalKey smallest, largest;
+    bool first = true;
+    for (int which = 0; which < 2; which++) {
+      for (const auto& f : c->inputs(which)) {
+        if (first || ctx_.icmp.Compare(f->smallest.Encode(), smallest.Encode()) < 0) smallest = f->smallest;
+        if (first || ctx_.icmp.Compare(f->largest.Encode(), largest.Encode()) > 0) largest = f->largest;
+        first = false;
+      }
+    }
+    rec->smallest = smallest.user_key().ToEscaped();
+    rec->largest = largest.user_key().ToEscaped();
+  }
+
+  auto finish_output = [&]() -> Status {
+    Status s = out.builder->Finish();
+    if (s.ok()) s = out.file->Sync();
+    Status cs = out.file->Close();
+    if (s.ok()) s = std::move(cs);
+    out.meta.file_size = out.builder->FileSize();
+    out.builder.reset();
+    out.file.reset();
+    open = false;
+    if (s.ok()) {
+      auto t = table_cache_->FindTable(out.meta.number, out.meta.file_size);  // readable before it is installed
+      if (!t) s = t.error();
+    }
+    if (s.ok()) outputs.push_back(out.meta);
+    return s;
+  };
+
+  l.unlock();
+  std::unique_ptr<Iterator> input = versions_->MakeInputIterator(c);
+  input->SeekToFirst();
+  Status s;
+  std::string current_user_key;
+  bool has_current_user_key = false;
+  SequenceNumber last_sequence_for_key = kMaxSequenceNumber;
+  for (; input->Valid() && !shutting_down_.load(std::memory_order_acquire); input->Next()) {
+    const Slice key = input->key();
+    ParsedInternalKey ikey;
+    if (!ParseInternalKey(key, &ikey)) {
+      s = Status::Corruption("compaction input holds a malformed internal key " + key.ToEscaped());
+      break;
+    }
+    if (!has_current_user_key || ucmp->Compare(ikey.user_key, current_user_key) != 0) {
+      // A new user key: the only place an output file may end, so that a
+      // user key never spans two files of one level.
+      const bool stop = c->ShouldStopBefore(key);
+      if (open && (stop || out.builder->FileSize() >= c->MaxOutputFileSize())) {
+        s = finish_output();
+        if (!s.ok()) break;
+      }
+      current_user_key.assign(ikey.user_key.data(), ikey.user_key.size());
+      has_current_user_key = true;
+      last_sequence_for_key = kMaxSequenceNumber;
+    }
+    bool drop = false;
+    if (last_sequence_for_key <= smallest_snapshot) {
+      drop = true;  // a newer entry of this key is visible to every snapshot
+    } else if (ikey.type == kTypeDeletion && ikey.sequence <= smallest_snapshot &&
+               c->IsBaseLevelForKey(ikey.user_key)) {
+      drop = true;  // nothing below to hide, and no snapshot sees older entries
+    }
+    last_sequence_for_key = ikey.sequence;
+    if (drop) continue;
+    if (!open) {
+      uint64_t number;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        number = versions_->NewFileNumber();
+        pending_outputs_.insert(number);
+      }
+      numbers.push_back(number);
+      auto file = ctx_.fs->NewWritableFile(TableFileName(ctx_.dbname, number), ctx_.file_options);
+      if (!file) {
+        s = file.error();
+        break;
+      }
+      out.file = std::move(*file);
+      out.builder = std::make_unique<TableBuilder>(ctx_.table_options, out.file.get());
+      out.meta = FileMetaData();
+      out.meta.number = number;
+      out.meta.smallest.DecodeFrom(key);
+      out.meta.smallest_seq = kMaxSequenceNumber;
+      open = true;
+    }
+    out.meta.largest.DecodeFrom(key);
+    out.meta.smallest_seq = std::min(out.meta.smallest_seq, ikey.sequence);
+    out.meta.largest_seq = std::max(out.meta.largest_seq, ikey.sequence);
+    out.builder->Add(key, input->value());
+  }
+  if (s.ok() && shutting_down_.load()) s = Status::Busy("compaction interrupted: the database is closing");
+  if (s.ok()) s = input->status();
+  if (s.ok() && open) s = finish_output();
+  if (open) {
+    out.builder->Abandon();
+    out.builder.reset();
+    out.file->Close().IgnoreError();  // the file is removed below
+    out.file.reset();
+  }
+  input.reset();
+  if (!s.ok()) {
+    for (uint64_t n : numbers) ctx_.fs->RemoveFile(TableFileName(ctx_.dbname, n)).IgnoreError();  // may not exist
+  }
+  l.lock();
+  uint64_t bytes_out = 0;
+  for (const auto& f : outputs) bytes_out += f.file_size;
+  if (s.ok()) {
+    c->AddInputDeletions(c->edit());
+    for (const auto& f : outputs) c->edit()->AddFile(c->level() + 1, f);
+    s = versions_->LogAndApply(c->edit(), l);
+  }
+  for (uint64_t n : numbers) pending_outputs_.erase(n);
+  if (s.ok()) {
+    stat_compactions_++;
+    stat_compaction_bytes_read_ += rec->bytes_in;
+    stat_compaction_bytes_written_ += bytes_out;
+    rec->bytes_out = bytes_out;
+  }
+  return s;
+}
+
+void DBImpl::DeleteObsoleteFiles(std::unique_lock<std::mutex>& l) {
+  if (!bg_error_.ok()) return;  // the tree's state is in doubt: keep everything
+  std::set<uint64_t> live = pending_outputs_;
+  versions_->AddLiveFiles(&live);
+  const uint64_t log_number = versions_->LogNumber();
+  const uint64_t manifest_number = versions_->ManifestFileNumber();
+  // Files numbered from here on were created after this snapshot of the live set.
+  const uint64_t next_number = versions_->NewFileNumber();
+  l.unlock();
+  auto children = ctx_.fs->GetChildren(ctx_.dbname);
+  if (children) {
+    for (const std::string& name : *children) {
+      uint64_t number;
+      FileType type;
+      if (!ParseFileName(name, &number, &type) || number >= next_number) continue;
+      bool keep = true;
+      switch (type) {
+        case FileType::kLog: keep = number >= log_number; break;
+        case FileType::kManifest: keep = number >= manifest_number; break;
+        case FileType::kTable: keep = live.contains(number); break;
+        default: break;
+      }
+      if (keep) continue;
+      if (type == FileType::kTable) {
+        table_cache_->Evict(number);
+        if (ctx_.block_cache) ctx_.block_cache->EraseTable(number);
+      }
+      Status s = ctx_.fs->RemoveFile(ctx_.dbname + "/" + name);
+      if (!s.ok() && !s.IsNotFound()) MXFS_LOG_WARN("removing obsolete %s: %s", name.c_str(), s.ToString().c_str());
+    }
+  }
+  l.lock();
+}
+
+void DBImpl::AddRecord(CompactionRecord rec) {
+  recent_.push_back(std::move(rec));
+  while (recent_.size() > kMaxRecentCompactions) recent_.pop_front();
+}
+
+// ---- control ---------------------------------------------------------------
+
+Status DBImpl::Flush() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    MXFS_RETURN_IF_ERROR(WritableStatus());
+  }
+  MXFS_RETURN_IF_ERROR(WriteImpl(WriteOptions(), nullptr));
+  std::unique_lock<std::mutex> l(mu_);
+  bg_cv_.wait(l, [this] { return imms_.empty() || !bg_error_.ok() || shutting_down_; });
+  return WritableStatus();
+}
+
+Status DBImpl::CompactRange(const Slice* begin, const Slice* end) {
+  MXFS_RETURN_IF_ERROR(Flush());
+  std::unique_lock<std::mutex> l(mu_);
+  int max_level_with_files = 1;
+  {
+    auto v = versions_->current();
+    for (int level = 1; level < v->num_levels(); level++) {
+      if (v->OverlapInLevel(level, begin, end)) max_level_with_files = level;
+    }
+  }
+  InternalKey begin_key, end_key;
+  if (begin) begin_key = InternalKey(*begin, kMaxSequenceNumber, kValueTypeForSeek);
+  if (end) end_key = InternalKey(*end, 0, static_cast<ValueType>(0));
+  for (int level = 0; level < max_level_with_files && level + 1 < ctx_.options.num_levels; level++) {
+    ManualCompaction m;
+    m.level = level;
+    m.begin = begin ? &begin_key : nullptr;
+    m.end = end ? &end_key : nullptr;
+    while (!m.done && bg_error_.ok() && !shutting_down_) {
+      if (manual_ == nullptr) {
+        manual_ = &m;
+        bg_cv_.notify_all();
+      }
+      bg_cv_.wait(l);
+    }
+    if (manual_ == &m) manual_ = nullptr;
+    MXFS_RETURN_IF_ERROR(WritableStatus());
+  }
+  return WritableStatus();
+}
+
+Status DBImpl::Close() {
+  std::unique_lock<std::mutex> l(mu_);
+  if (!opened_ || closed_) return Status::InvalidArgument("database " + ctx_.dbname + " is already closed");
+  // Let queued writers finish, then refuse new ones.
+  bg_cv_.wait(l, [this] { return writers_.empty() || !bg_error_.ok(); });
+  closed_ = true;
+  shutting_down_ = true;
+  bg_cv_.notify_all();
+  l.unlock();
+  if (flush_thread_.joinable()) flush_thread_.join();
+  if (compact_thread_.joinable()) compact_thread_.join();
+  l.lock();
+  Status s;
+  if (log_) {
+    s = log_->Sync();
+    Status cs = log_->Close();
+    if (s.ok()) s = std::move(cs);
+    log_.reset();
+  }
+  l.unlock();
+  file_lock_.reset();
+  {
+    std::lock_guard<std::mutex> g(g_open_mu);
+    OpenPaths().erase(lock_key_);
+    lock_key_.clear();
+  }
+  return s;
+}
+
+// ---- properties ------------------------------------------------------------
+
+std::string DBImpl::LevelsString() const {
+  auto v = versions_->current();
+  std::string r = "level  files  bytes\n";
+  for (int level = 0; level < v->num_levels(); level++) {
+    char line[96];
+    std::snprintf(line, sizeof(line), "L%-5d %5d  %llu\n", level, v->NumFiles(level),
+                  static_cast<unsigned long long>(v->NumBytes(level)));
+    r += line;
+  }
+  return r;
+}
+
+std::string DBImpl::StatsString() const {
+  const uint64_t ssd = stat_flush_bytes_ + stat_compaction_bytes_written_;
+  const double wa = stat_user_bytes_ ? static_cast<double>(ssd) / static_cast<double>(stat_user_bytes_) : 0.0;
+  std::string r;
+  r += "records.written " + Num(stat_records_) + "\n";
+  r += "batches.written " + Num(stat_batches_) + "\n";
+  r += "write.groups " + Num(stat_groups_) + "\n";
+  r += "wal.syncs " + Num(stat_syncs_) + "\n";
+  r += "wal.bytes " + Num(stat_wal_bytes_) + "\n";
+  r += "gets " + Num(stat_gets_.load()) + "\n";
+  r += "user.bytes.written " + Num(stat_user_bytes_) + "\n";
+  r += "flushes " + Num(stat_flushes_) + "\n";
+  r += "flush.bytes.written " + Num(stat_flush_bytes_) + "\n";
+  r += "compactions " + Num(stat_compactions_) + "\n";
+  r += "trivial.moves " + Num(stat_trivial_moves_) + "\n";
+  r += "compaction.bytes.read " + Num(stat_compaction_bytes_read_) + "\n";
+  r += "compaction.bytes.written " + Num(stat_compaction_bytes_written_) + "\n";
+  r += "ssd.bytes.written " + Num(ssd) + "\n";
+  r += "write.amplification " + Num(wa) + "\n";
+  r += "stall.micros.l0-slowdown " + Num(stall_slowdown_us_) + "\n";
+  r += "stall.micros.l0-stop " + Num(stall_stop_us_) + "\n";
+  r += "stall.micros.memtable-full " + Num(stall_memtable_us_) + "\n";
+  r += "stall.micros.total " + Num(stall_slowdown_us_ + stall_stop_us_ + stall_memtable_us_) + "\n";
+  r += "memtables.immutable " + Num(static_cast<uint64_t>(imms_.size())) + "\n";
+  r += "last.sequence " + Num(versions_->LastSequence()) + "\n";
+  r += "levels " + versions_->LevelSummary() + "\n";
+  if (ctx_.block_cache) {
+    r += "block.cache.hits " + Num(ctx_.block_cache->Hits()) + "\n";
+    r += "block.cache.misses " + Num(ctx_.block_cache->Misses()) + "\n";
+    r += "block.cache.usage " + Num(static_cast<uint64_t>(ctx_.block_cache->Usage())) + "\n";
+  }
+  r += "background.error " +
+       (bg_error_.ok() ? std::string("none") : bg_error_where_ + ": " + bg_error_.ToString()) + "\n";
+  return r;
+}
+
+bool DBImpl::GetProperty(std::string_view name, std::string* value) {
+  std::lock_guard<std::mutex> g(mu_);
+  constexpr std::string_view kPrefix = "matrixkv.";
+  if (!name.starts_with(kPrefix)) return false;
+  std::string_view p = name.substr(kPrefix.size());
+  const uint64_t ssd = stat_flush_bytes_ + stat_compaction_bytes_written_;
+  if (p == "stats") {
+    *value = StatsString();
+  } else if (p == "levels") {
+    *value = LevelsString();
+  } else if (p == "container") {
+    *value = "no NVM pool configured: L0 is SSTables on the SSD\n";
+  } else if (p == "compactions") {
+    std::string r = "kind  smallest  largest  bytes_in  bytes_out  micros\n";
+    for (const auto& c : recent_) {
+      r += c.kind + "  " + c.smallest + "  " + c.largest + "  " + Num(c.bytes_in) + "  " + Num(c.bytes_out) +
+           "  " + Num(c.micros) + "\n";
+    }
+    *value = r;
+  } else if (p.starts_with("num-files-at-level")) {
+    std::string_view n = p.substr(std::string_view("num-files-at-level").size());
+    if (n.empty() || n.size() > 2 || n.find_first_not_of("0123456789") != std::string_view::npos) return false;
+    const int level = std::stoi(std::string(n));
+    if (level >= ctx_.options.num_levels) return false;
+    *value = std::to_string(versions_->current()->NumFiles(level));
+  } else if (p == "write-amp") {
+    *value = Num(stat_user_bytes_ ? static_cast<double>(ssd) / static_cast<double>(stat_user_bytes_) : 0.0);
+  } else if (p == "stall-micros") {
+    *value = Num(stall_slowdown_us_ + stall_stop_us_ + stall_memtable_us_);
+  } else if (p == "bytes-written-ssd") {
+    *value = Num(ssd);
+  } else if (p == "user-bytes-written") {
+    *value = Num(stat_user_bytes_);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace mxfs

@@ -1,0 +1,132 @@
+// DBImpl: the MatrixKV engine behind the DB interface.
+//
+// Write path: writers queue in writers_; the front writer (leader) merges
+// the queued batches into one group, appends it to the WAL as one record
+// (syncing once if any writer asked), inserts it into the memtable without
+// the mutex (the memtable has one writer: the leader), publishes the new
+// last sequence and wakes the group.
+//
+// Background: the flush thread (mxfs-flush) turns immutable memtables into
+// L0 through Level0; the compaction thread (mxfs-compact) runs leveled
+// compactions. A background error is sticky: the DB becomes read-only and
+// every write returns ReadOnly naming the cause; "matrixkv.stats" shows it.
+//
+// Lock order: DBImpl::mu_ before TableCache/BlockCache internal mutexes.
+// mu_ is never held across file I/O: LogAndApply, table building, WAL
+// appends, log creation and obsolete-file deletion all release it.
+//
+// Thread-safety: all public methods are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kvcore/db_context.h"
+#include "kvcore/include/db.h"
+#include "kvcore/level0.h"
+#include "kvcore/memtable.h"
+#include "kvcore/table_cache.h"
+#include "kvcore/version_set.h"
+#include "kvcore/wal.h"
+
+namespace mxfs {
+
+// Checks every option: InvalidArgument naming the option and its value.
+[[nodiscard]] Status ValidateOptions(const Options& options);
+
+class DBImpl final : public DB {
+ public:
+  DBImpl(const Options& options, const std::string& dbname);
+  ~DBImpl() override;
+
+  // Recovery: directory checks, LOCK, MANIFEST, WAL replay, threads.
+  [[nodiscard]] Status Open();
+
+  Status Put(const WriteOptions& options, const Slice& key, const Slice& value) override;
+  Status Delete(const WriteOptions& options, const Slice& key) override;
+  Status Write(const WriteOptions& options, WriteBatch* batch) override;
+  Status Get(const ReadOptions& options, const Slice& key, std::string* value) override;
+  std::unique_ptr<Iterator> NewIterator(const ReadOptions& options) override;
+  const Snapshot* GetSnapshot() override;
+  void ReleaseSnapshot(const Snapshot* snapshot) override;
+  bool GetProperty(std::string_view name, std::string* value) override;
+  Status CompactRange(const Slice* begin, const Slice* end) override;
+  Status Flush() override;
+  Status Close() override;
+
+ private:
+  struct Writer;
+  struct ManualCompaction;
+  class SnapshotImpl;
+  struct CompactionRecord {
+    std::string kind;
+    std::string smallest, largest;  // user keys, escaped
+    uint64_t bytes_in = 0, bytes_out = 0, micros = 0;
+  };
+
+  Status OpenLocked(std::unique_lock<std::mutex>& l);
+  Status RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* max_sequence);
+  Status NewLog(std::unique_lock<std::mutex>* l, uint64_t* number, std::unique_ptr<WalWriter>* log);
+  Status WriteImpl(const WriteOptions& options, WriteBatch* batch);  // batch nullptr: force a memtable switch
+  Status MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force);
+  WriteBatch* BuildBatchGroup(Writer** last_writer, bool* sync);
+  Status WritableStatus() const;  // OK or why writes are refused (mu_ held)
+  void RecordBackgroundError(const Status& s, const char* where);
+  void FlushThreadMain();
+  void CompactThreadMain();
+  Status FlushOldestMemTable(std::unique_lock<std::mutex>& l);
+  Status BackgroundCompaction(std::unique_lock<std::mutex>& l);
+  Status DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec);
+  void DeleteObsoleteFiles(std::unique_lock<std::mutex>& l);
+  SequenceNumber OldestSnapshot() const;
+  void AddRecord(CompactionRecord rec);
+  std::string StatsString() const;
+  std::string LevelsString() const;
+
+  DbContext ctx_;
+  std::unique_ptr<TableCache> table_cache_;
+  std::unique_ptr<Level0> level0_;
+  std::unique_ptr<FileLock> file_lock_;
+  std::string lock_key_;  // registered in the process-wide set of open DBs
+
+  mutable std::mutex mu_;
+  std::condition_variable bg_cv_;  // background progress, errors, shutdown
+  std::unique_ptr<VersionSet> versions_;
+  std::shared_ptr<MemTable> mem_;
+  std::deque<std::shared_ptr<MemTable>> imms_;  // oldest first
+  std::unique_ptr<WalWriter> log_;              // used by the leader outside mu_
+  uint64_t log_number_ = 0;
+  std::deque<Writer*> writers_;
+  WriteBatch tmp_batch_;
+  std::set<uint64_t> pending_outputs_;
+  std::list<std::unique_ptr<SnapshotImpl>> snapshots_;
+  ManualCompaction* manual_ = nullptr;
+  Status bg_error_;
+  std::string bg_error_where_;
+  bool opened_ = false;
+  bool closed_ = false;
+  std::atomic<bool> shutting_down_{false};
+  bool flushing_ = false;
+  std::thread flush_thread_;
+  std::thread compact_thread_;
+
+  // Statistics (mu_ unless atomic).
+  std::atomic<uint64_t> stat_gets_{0};
+  uint64_t stat_records_ = 0, stat_batches_ = 0, stat_groups_ = 0, stat_syncs_ = 0;
+  uint64_t stat_user_bytes_ = 0, stat_wal_bytes_ = 0;
+  uint64_t stat_flush_bytes_ = 0, stat_flushes_ = 0;
+  uint64_t stat_compaction_bytes_read_ = 0, stat_compaction_bytes_written_ = 0, stat_compactions_ = 0,
+           stat_trivial_moves_ = 0;
+  uint64_t stall_slowdown_us_ = 0, stall_stop_us_ = 0, stall_memtable_us_ = 0;
+  std::deque<CompactionRecord> recent_;
+};
+
+}  // namespace mxfs

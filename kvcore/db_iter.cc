@@ -1,0 +1,170 @@
+#include "kvcore/db_iter.h"
+
+#include <string>
+
+namespace mxfs {
+
+namespace {
+
+class DBIter final : public Iterator {
+ public:
+  DBIter(const Comparator* cmp, std::unique_ptr<Iterator> iter, SequenceNumber s)
+      : user_cmp_(cmp), iter_(std::move(iter)), sequence_(s) {}
+
+  bool Valid() const override { return valid_; }
+  Slice key() const override { return direction_ == kForward ? ExtractUserKey(iter_->key()) : Slice(saved_key_); }
+  Slice value() const override { return direction_ == kForward ? iter_->value() : Slice(saved_value_); }
+  Status status() const override {
+    if (!status_.ok()) return status_;
+    return iter_->status();
+  }
+
+  void Next() override {
+    if (direction_ == kReverse) {
+      direction_ = kForward;
+      // iter_ is just before the entries of saved_key_: step into them, then skip them.
+      if (!iter_->Valid()) iter_->SeekToFirst();
+      else iter_->Next();
+      if (!iter_->Valid()) {
+        valid_ = false;
+        saved_key_.clear();
+        return;
+      }
+    } else {
+      saved_key_.assign(ExtractUserKey(iter_->key()).data(), ExtractUserKey(iter_->key()).size());
+      iter_->Next();
+      if (!iter_->Valid()) {
+        valid_ = false;
+        saved_key_.clear();
+        return;
+      }
+    }
+    FindNextUserEntry(true);
+  }
+
+  void Prev() override {
+    if (direction_ == kForward) {
+      // Move iter_ before every entry of the current user key.
+      saved_key_.assign(ExtractUserKey(iter_->key()).data(), ExtractUserKey(iter_->key()).size());
+      while (true) {
+        iter_->Prev();
+        if (!iter_->Valid()) {
+          valid_ = false;
+          saved_key_.clear();
+          saved_value_.clear();
+          return;
+        }
+        if (user_cmp_->Compare(ExtractUserKey(iter_->key()), saved_key_) < 0) break;
+      }
+      direction_ = kReverse;
+    }
+    FindPrevUserEntry();
+  }
+
+  void Seek(const Slice& target) override {
+    direction_ = kForward;
+    saved_value_.clear();
+    saved_key_.clear();
+    AppendInternalKey(&saved_key_, target, sequence_, kValueTypeForSeek);
+    iter_->Seek(saved_key_);
+    if (iter_->Valid()) FindNextUserEntry(false);
+    else valid_ = false;
+  }
+  void SeekToFirst() override {
+    direction_ = kForward;
+    saved_value_.clear();
+    iter_->SeekToFirst();
+    if (iter_->Valid()) FindNextUserEntry(false);
+    else valid_ = false;
+  }
+  void SeekToLast() override {
+    direction_ = kReverse;
+    saved_value_.clear();
+    iter_->SeekToLast();
+    FindPrevUserEntry();
+  }
+
+ private:
+  bool ParseKey(ParsedInternalKey* ikey) {
+    if (!ParseInternalKey(iter_->key(), ikey)) {
+      status_ = Status::Corruption("malformed internal key in iterator: " + iter_->key().ToEscaped());
+      return false;
+    }
+    return true;
+  }
+
+  // Forward: from iter_'s position, the first user key with a visible put;
+  // with skipping, entries of user keys <= saved_key_ are hidden.
+  void FindNextUserEntry(bool skipping) {
+    do {
+      ParsedInternalKey ikey;
+      if (ParseKey(&ikey) && ikey.sequence <= sequence_) {
+        switch (ikey.type) {
+          case kTypeDeletion:
+            saved_key_.assign(ikey.user_key.data(), ikey.user_key.size());
+            skipping = true;
+            break;
+          case kTypeValue:
+            if (skipping && user_cmp_->Compare(ikey.user_key, saved_key_) <= 0) break;  // hidden
+            valid_ = true;
+            saved_key_.clear();
+            return;
+        }
+      }
+      iter_->Next();
+    } while (iter_->Valid());
+    saved_key_.clear();
+    valid_ = false;
+  }
+
+  // Backward: scans entries of decreasing user key, keeping the newest
+  // visible one of the current user key, until the key changes after a put.
+  void FindPrevUserEntry() {
+    ValueType value_type = kTypeDeletion;
+    if (iter_->Valid()) {
+      do {
+        ParsedInternalKey ikey;
+        if (ParseKey(&ikey) && ikey.sequence <= sequence_) {
+          if (value_type != kTypeDeletion && user_cmp_->Compare(ikey.user_key, saved_key_) < 0) break;
+          value_type = ikey.type;
+          if (value_type == kTypeDeletion) {
+            saved_key_.clear();
+            saved_value_.clear();
+          } else {
+            saved_key_.assign(ikey.user_key.data(), ikey.user_key.size());
+            Slice v = iter_->value();
+            saved_value_.assign(v.data(), v.size());
+          }
+        }
+        iter_->Prev();
+      } while (iter_->Valid());
+    }
+    if (value_type == kTypeDeletion) {
+      valid_ = false;
+      saved_key_.clear();
+      saved_value_.clear();
+      direction_ = kForward;
+    } else {
+      valid_ = true;
+    }
+  }
+
+  enum Direction { kForward, kReverse };
+  const Comparator* user_cmp_;
+  std::unique_ptr<Iterator> iter_;
+  const SequenceNumber sequence_;
+  Status status_;
+  std::string saved_key_;
+  std::string saved_value_;
+  Direction direction_ = kForward;
+  bool valid_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Iterator> NewDBIterator(const Comparator* user_cmp, std::unique_ptr<Iterator> internal,
+                                        SequenceNumber sequence) {
+  return std::make_unique<DBIter>(user_cmp, std::move(internal), sequence);
+}
+
+}  // namespace mxfs

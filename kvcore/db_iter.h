@@ -1,0 +1,25 @@
+// DBIter: the public iterator. Wraps an iterator over internal keys (the
+// merge of memtables, L0 and levels) and shows, for each user key, the
+// newest entry with sequence <= the snapshot, hiding deleted keys and older
+// versions.
+//
+// Direction invariant: moving forward, the inner iterator sits on the entry
+// being shown. Moving backward, the inner iterator sits just before every
+// entry of the shown user key, whose key and value are copied into
+// saved_key_/saved_value_.
+//
+// Thread-safety: as Iterator (one thread at a time).
+#pragma once
+
+#include <memory>
+
+#include "base/comparator.h"
+#include "base/iterator.h"
+#include "kvcore/dbformat.h"
+
+namespace mxfs {
+
+std::unique_ptr<Iterator> NewDBIterator(const Comparator* user_cmp, std::unique_ptr<Iterator> internal,
+                                        SequenceNumber sequence);
+
+}  // namespace mxfs

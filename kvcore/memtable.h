@@ -1,0 +1,64 @@
+// MemTable: the DRAM write buffer, an arena skiplist of entries
+//   varint32(internal key length) | internal key | varint32(value length) | value
+// ordered by the internal key comparator.
+//
+// Thread-safety: one writer at a time (Add; the write-group leader or the
+// recovery thread); Get and iterators run concurrently with the writer
+// without locks. Shared by std::shared_ptr; iterators keep it alive.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "base/iterator.h"
+#include "base/status.h"
+#include "kvcore/arena.h"
+#include "kvcore/dbformat.h"
+#include "kvcore/skiplist.h"
+
+namespace mxfs {
+
+class MemTable : public std::enable_shared_from_this<MemTable> {
+ public:
+  explicit MemTable(const InternalKeyComparator& cmp);
+  MemTable(const MemTable&) = delete;
+  MemTable& operator=(const MemTable&) = delete;
+
+  void Add(SequenceNumber seq, ValueType type, const Slice& key, const Slice& value);
+
+  // The newest entry for key visible at key's sequence: true with *value for
+  // a put, true with NotFound in *s for a deletion, false if key is absent.
+  bool Get(const LookupKey& key, std::string* value, Status* s) const;
+
+  // An iterator over internal keys; it keeps this memtable alive.
+  std::unique_ptr<Iterator> NewIterator();
+
+  size_t ApproximateMemoryUsage() const { return arena_.MemoryUsage(); }
+  uint64_t NumEntries() const { return num_entries_.load(std::memory_order_relaxed); }
+  bool Empty() const { return NumEntries() == 0; }
+
+  // The WAL number this memtable's writes went to (kvcore bookkeeping).
+  uint64_t log_number() const { return log_number_; }
+  void set_log_number(uint64_t n) { log_number_ = n; }
+  const InternalKeyComparator& comparator() const { return comparator_.comparator; }
+
+ private:
+  struct KeyComparator {
+    InternalKeyComparator comparator;
+    int operator()(const char* a, const char* b) const;
+  };
+  using Table = SkipList<const char*, KeyComparator>;
+  class MemTableIterator;
+
+  KeyComparator comparator_;
+  Arena arena_;
+  Table table_;
+  std::atomic<uint64_t> num_entries_{0};
+  uint64_t log_number_ = 0;
+};
+
+// Decodes a varint32-length-prefixed slice starting at p (memtable entries).
+Slice GetLengthPrefixedSliceAt(const char* p);
+
+}  // namespace mxfs

@@ -1,0 +1,185 @@
+// SkipList: the memtable's ordered index, allocated in an Arena.
+//
+// Nodes are never removed. A node's next pointers are std::atomic and are
+// published with release stores after the node is fully initialised; readers
+// load them with acquire, so a reader sees either the old list or the new
+// node complete.
+//
+// Thread-safety: one writer at a time (Insert, externally synchronised);
+// any number of concurrent readers (Contains, Iterator) without locks. The
+// Arena must outlive the list.
+#pragma once
+
+#include <atomic>
+#include <cassert>
+#include <cstddef>
+#include <new>
+
+#include "base/random.h"
+#include "kvcore/arena.h"
+
+namespace mxfs {
+
+template <typename Key, class Cmp>
+class SkipList {
+ private:
+  struct Node;
+
+ public:
+  SkipList(Cmp cmp, Arena* arena);
+  SkipList(const SkipList&) = delete;
+  SkipList& operator=(const SkipList&) = delete;
+
+  // key must not compare equal to anything already in the list.
+  void Insert(const Key& key);
+  bool Contains(const Key& key) const;
+
+  class Iterator {
+   public:
+    explicit Iterator(const SkipList* list) : list_(list) {}
+    bool Valid() const { return node_ != nullptr; }
+    const Key& key() const {
+      assert(Valid());
+      return node_->key;
+    }
+    void Next() { node_ = node_->Next(0); }
+    void Prev() {
+      node_ = list_->FindLessThan(node_->key);
+      if (node_ == list_->head_) node_ = nullptr;
+    }
+    void Seek(const Key& target) { node_ = list_->FindGreaterOrEqual(target, nullptr); }
+    void SeekToFirst() { node_ = list_->head_->Next(0); }
+    void SeekToLast() {
+      node_ = list_->FindLast();
+      if (node_ == list_->head_) node_ = nullptr;
+    }
+
+   private:
+    const SkipList* list_;
+    Node* node_ = nullptr;
+  };
+
+ private:
+  static constexpr int kMaxHeight = 12;
+
+  struct Node {
+    explicit Node(const Key& k) : key(k) {}
+    Key const key;
+    Node* Next(int n) { return next_[n].load(std::memory_order_acquire); }
+    void SetNext(int n, Node* x) { next_[n].store(x, std::memory_order_release); }
+    Node* NoBarrierNext(int n) { return next_[n].load(std::memory_order_relaxed); }
+    void NoBarrierSetNext(int n, Node* x) { next_[n].store(x, std::memory_order_relaxed); }
+    // Allocated with the node's height; next_[0] is the bottom level.
+    std::atomic<Node*> next_[1];
+  };
+
+  Node* NewNode(const Key& key, int height);
+  int RandomHeight();
+  int GetMaxHeight() const { return max_height_.load(std::memory_order_relaxed); }
+  bool Equal(const Key& a, const Key& b) const { return compare_(a, b) == 0; }
+  bool KeyIsAfterNode(const Key& key, Node* n) const { return n != nullptr && compare_(n->key, key) < 0; }
+  Node* FindGreaterOrEqual(const Key& key, Node** prev) const;
+  Node* FindLessThan(const Key& key) const;
+  Node* FindLast() const;
+
+  Cmp const compare_;
+  Arena* const arena_;
+  Node* const head_;
+  std::atomic<int> max_height_{1};
+  Random rnd_{0xdeadbeef};
+};
+
+template <typename Key, class Cmp>
+typename SkipList<Key, Cmp>::Node* SkipList<Key, Cmp>::NewNode(const Key& key, int height) {
+  char* mem = arena_->AllocateAligned(sizeof(Node) + sizeof(std::atomic<Node*>) * (height - 1));
+  Node* n = new (mem) Node(key);
+  for (int i = 1; i < height; i++) new (&n->next_[i]) std::atomic<Node*>(nullptr);
+  return n;
+}
+
+template <typename Key, class Cmp>
+int SkipList<Key, Cmp>::RandomHeight() {
+  int height = 1;
+  while (height < kMaxHeight && rnd_.OneIn(4)) height++;
+  return height;
+}
+
+template <typename Key, class Cmp>
+typename SkipList<Key, Cmp>::Node* SkipList<Key, Cmp>::FindGreaterOrEqual(const Key& key, Node** prev) const {
+  Node* x = head_;
+  int level = GetMaxHeight() - 1;
+  while (true) {
+    Node* next = x->Next(level);
+    if (KeyIsAfterNode(key, next)) {
+      x = next;
+    } else {
+      if (prev != nullptr) prev[level] = x;
+      if (level == 0) return next;
+      level--;
+    }
+  }
+}
+
+template <typename Key, class Cmp>
+typename SkipList<Key, Cmp>::Node* SkipList<Key, Cmp>::FindLessThan(const Key& key) const {
+  Node* x = head_;
+  int level = GetMaxHeight() - 1;
+  while (true) {
+    Node* next = x->Next(level);
+    if (next == nullptr || compare_(next->key, key) >= 0) {
+      if (level == 0) return x;
+      level--;
+    } else {
+      x = next;
+    }
+  }
+}
+
+template <typename Key, class Cmp>
+typename SkipList<Key, Cmp>::Node* SkipList<Key, Cmp>::FindLast() const {
+  Node* x = head_;
+  int level = GetMaxHeight() - 1;
+  while (true) {
+    Node* next = x->Next(level);
+    if (next == nullptr) {
+      if (level == 0) return x;
+      level--;
+    } else {
+      x = next;
+    }
+  }
+}
+
+template <typename Key, class Cmp>
+SkipList<Key, Cmp>::SkipList(Cmp cmp, Arena* arena)
+    : compare_(cmp), arena_(arena), head_(NewNode(Key(), kMaxHeight)) {
+  for (int i = 0; i < kMaxHeight; i++) head_->SetNext(i, nullptr);
+}
+
+template <typename Key, class Cmp>
+void SkipList<Key, Cmp>::Insert(const Key& key) {
+  Node* prev[kMaxHeight];
+  Node* x = FindGreaterOrEqual(key, prev);
+  assert(x == nullptr || !Equal(key, x->key));
+  (void)x;
+  int height = RandomHeight();
+  if (height > GetMaxHeight()) {
+    for (int i = GetMaxHeight(); i < height; i++) prev[i] = head_;
+    // A reader that sees the new height before the node finds nullptr in
+    // head_'s new levels and simply drops down a level.
+    max_height_.store(height, std::memory_order_relaxed);
+  }
+  x = NewNode(key, height);
+  for (int i = 0; i < height; i++) {
+    x->NoBarrierSetNext(i, prev[i]->NoBarrierNext(i));
+    prev[i]->SetNext(i, x);  // release: publishes the node's contents
+  }
+}
+
+template <typename Key, class Cmp>
+bool SkipList<Key, Cmp>::Contains(const Key& key) const {
+  Node* x = FindGreaterOrEqual(key, nullptr);
+  return x != nullptr && Equal(key, x->key);
+}
+
+}  // namespace mxfs

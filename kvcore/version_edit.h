@@ -1,0 +1,85 @@
+// VersionEdit: one MANIFEST record, the difference between two versions of
+// the tree (files added and removed per level, counters, compaction cursors).
+//
+// Encoding: a sequence of tagged fields, each varint32(tag) then the field:
+//   1 comparator       varstring
+//   2 log number       varint64   (WALs older than this are obsolete)
+//   3 next file number varint64
+//   4 last sequence    varint64
+//   5 compact pointer  varint32 level, varstring internal key
+//   6 deleted file     varint32 level, varint64 number
+//   7 new file         varint32 level, varint64 number, varint64 size,
+//                      varstring smallest, varstring largest (internal keys),
+//                      varint64 smallest seq, varint64 largest seq
+//   8 level0 state     varstring (opaque state of an NVM L0, see level0.h)
+// Unknown tags are corruption (a newer format), reported with the tag.
+//
+// Thread-safety: a value type.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "kvcore/dbformat.h"
+
+namespace mxfs {
+
+struct FileMetaData {
+  uint64_t number = 0;
+  uint64_t file_size = 0;
+  InternalKey smallest;
+  InternalKey largest;
+  SequenceNumber smallest_seq = 0;
+  SequenceNumber largest_seq = 0;
+  bool being_compacted = false;  // guarded by the DB mutex
+};
+
+class VersionEdit {
+ public:
+  void Clear() { *this = VersionEdit(); }
+
+  void SetComparatorName(const Slice& name) { comparator_ = name.ToString(); }
+  void SetLogNumber(uint64_t n) { log_number_ = n; }
+  void SetNextFile(uint64_t n) { next_file_number_ = n; }
+  void SetLastSequence(SequenceNumber s) { last_sequence_ = s; }
+  void SetCompactPointer(int level, const InternalKey& key) { compact_pointers_.emplace_back(level, key); }
+  void SetLevel0State(std::string state) { level0_state_ = std::move(state); }
+  void AddFile(int level, const FileMetaData& f) {
+    FileMetaData copy = f;
+    copy.being_compacted = false;
+    new_files_.emplace_back(level, copy);
+  }
+  void RemoveFile(int level, uint64_t number) { deleted_files_.insert({level, number}); }
+
+  void EncodeTo(std::string* dst) const;
+  // Corruption naming the field and the byte offset where decoding failed.
+  [[nodiscard]] Status DecodeFrom(const Slice& src);
+  std::string DebugString() const;
+
+  const std::optional<std::string>& comparator() const { return comparator_; }
+  const std::optional<uint64_t>& log_number() const { return log_number_; }
+  const std::optional<uint64_t>& next_file_number() const { return next_file_number_; }
+  const std::optional<SequenceNumber>& last_sequence() const { return last_sequence_; }
+  const std::optional<std::string>& level0_state() const { return level0_state_; }
+  const std::vector<std::pair<int, InternalKey>>& compact_pointers() const { return compact_pointers_; }
+  const std::set<std::pair<int, uint64_t>>& deleted_files() const { return deleted_files_; }
+  const std::vector<std::pair<int, FileMetaData>>& new_files() const { return new_files_; }
+
+ private:
+  std::optional<std::string> comparator_;
+  std::optional<uint64_t> log_number_;
+  std::optional<uint64_t> next_file_number_;
+  std::optional<SequenceNumber> last_sequence_;
+  std::optional<std::string> level0_state_;
+  std::vector<std::pair<int, InternalKey>> compact_pointers_;
+  std::set<std::pair<int, uint64_t>> deleted_files_;
+  std::vector<std::pair<int, FileMetaData>> new_files_;
+};
+
+}  // namespace mxfs

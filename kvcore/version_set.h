@@ -1,0 +1,178 @@
+// Version and VersionSet: the tree's shape (which table files sit at which
+// level) and its history in the MANIFEST.
+//
+// A Version is immutable once installed; readers pin it with a shared_ptr
+// and read without the DB mutex. VersionSet::LogAndApply appends an edit to
+// the MANIFEST, syncs it and only then installs the resulting Version. The
+// crash-consistency order is: new table files are synced (BuildTable,
+// compaction), the directory is synced, the MANIFEST record is written and
+// synced, and for a new MANIFEST, CURRENT is replaced atomically
+// (WriteFileAtomic: temp file, sync, rename, directory sync).
+//
+// Each Open starts a new MANIFEST holding a snapshot of the recovered state;
+// the old one becomes obsolete.
+//
+// Thread-safety: VersionSet methods are called with the DB mutex held.
+// LogAndApply releases it while writing and serialises concurrent callers
+// (the flush and compaction threads) itself. Versions are immutable.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/iterator.h"
+#include "base/status.h"
+#include "kvcore/db_context.h"
+#include "kvcore/dbformat.h"
+#include "kvcore/level0.h"
+#include "kvcore/log_writer.h"
+#include "kvcore/version_edit.h"
+
+namespace mxfs {
+
+using FileList = std::vector<std::shared_ptr<FileMetaData>>;
+
+class Version {
+ public:
+  Version(const DbContext* ctx, Level0* level0, int num_levels) : ctx_(ctx), level0_(level0), files_(num_levels) {}
+
+  // Searches L0 (through Level0) then L1..Ln. NotFound if absent or deleted.
+  [[nodiscard]] Status Get(const ReadOptions& options, const LookupKey& key, std::string* value) const;
+  // Appends iterators over every level to iters.
+  void AddIterators(const ReadOptions& options, std::vector<std::unique_ptr<Iterator>>* iters) const;
+
+  int num_levels() const { return static_cast<int>(files_.size()); }
+  const FileList& files(int level) const { return files_[level]; }
+  int NumFiles(int level) const { return static_cast<int>(files_[level].size()); }
+  uint64_t NumBytes(int level) const;
+  // Files of level overlapping the user-key range [begin, end] (nullptr:
+  // unbounded). For level 0 the range grows to cover overlapping files.
+  void GetOverlappingInputs(int level, const InternalKey* begin, const InternalKey* end, FileList* inputs) const;
+  bool OverlapInLevel(int level, const Slice* smallest_user, const Slice* largest_user) const;
+  // Searches level >= 1 for key: sets *found/*deleted as Level0::Get does.
+  [[nodiscard]] Status GetFromLevel(int level, const ReadOptions& options, const LookupKey& key, std::string* value,
+                                    bool* found, bool* deleted) const;
+
+  // Table::Get on one file: *found/*deleted for key's user key.
+  [[nodiscard]] static Status GetFromFile(const DbContext* ctx, const ReadOptions& options, const FileMetaData& f,
+                                          const LookupKey& key, std::string* value, bool* found, bool* deleted);
+
+  double compaction_score() const { return compaction_score_; }
+  int compaction_level() const { return compaction_level_; }
+
+ private:
+  friend class VersionSet;
+  const DbContext* ctx_;
+  Level0* level0_;
+  std::vector<FileList> files_;  // L0 sorted by file number ascending, others by smallest key
+  double compaction_score_ = -1;
+  int compaction_level_ = -1;
+};
+
+// One compaction: inputs[0] at level, inputs[1] at level + 1, output into level + 1.
+class Compaction {
+ public:
+  Compaction(const DbContext* ctx, int level, std::shared_ptr<Version> input_version);
+
+  int level() const { return level_; }
+  VersionEdit* edit() { return &edit_; }
+  const FileList& inputs(int which) const { return inputs_[which]; }
+  FileList* mutable_inputs(int which) { return &inputs_[which]; }
+  uint64_t MaxOutputFileSize() const { return max_output_file_size_; }
+  const std::shared_ptr<Version>& input_version() const { return input_version_; }
+  // A single input file with nothing to merge: moved by an edit alone.
+  bool IsTrivialMove() const;
+  void AddInputDeletions(VersionEdit* edit) const;
+  // True if no level below the output holds user_key (tombstones may go).
+  bool IsBaseLevelForKey(const Slice& user_key);
+  // True if the current output should end before internal_key (it would
+  // overlap too many grandparent bytes).
+  bool ShouldStopBefore(const Slice& internal_key);
+  uint64_t InputBytes() const;
+
+ private:
+  friend class VersionSet;
+  const DbContext* ctx_;
+  int level_;
+  uint64_t max_output_file_size_;
+  std::shared_ptr<Version> input_version_;
+  VersionEdit edit_;
+  FileList inputs_[2];
+  FileList grandparents_;
+  size_t grandparent_index_ = 0;
+  bool seen_key_ = false;
+  uint64_t overlapped_bytes_ = 0;
+  std::vector<size_t> level_ptrs_;
+};
+
+class VersionSet {
+ public:
+  VersionSet(const DbContext* ctx, Level0* level0);
+  VersionSet(const VersionSet&) = delete;
+  VersionSet& operator=(const VersionSet&) = delete;
+  ~VersionSet();
+
+  // Reads CURRENT and replays its MANIFEST. Errors name the file and offset.
+  [[nodiscard]] Status Recover();
+  // Writes edit to the MANIFEST (creating a new one holding a snapshot first
+  // if needed) and installs the new Version. lock must hold the DB mutex; it
+  // is released during I/O. On error the current Version is unchanged.
+  [[nodiscard]] Status LogAndApply(VersionEdit* edit, std::unique_lock<std::mutex>& lock);
+
+  std::shared_ptr<Version> current() const { return current_; }
+  uint64_t NewFileNumber() { return next_file_number_++; }
+  void MarkFileNumberUsed(uint64_t n) {
+    if (next_file_number_ <= n) next_file_number_ = n + 1;
+  }
+  SequenceNumber LastSequence() const { return last_sequence_; }
+  void SetLastSequence(SequenceNumber s) { last_sequence_ = s; }
+  uint64_t LogNumber() const { return log_number_; }
+  uint64_t ManifestFileNumber() const { return manifest_file_number_; }
+  Level0* level0() const { return level0_; }
+
+  // Table files referenced by any Version still pinned.
+  void AddLiveFiles(std::set<uint64_t>* live);
+  bool NeedsCompaction() const;
+  // The most urgent size compaction, or nullptr.
+  std::unique_ptr<Compaction> PickCompaction();
+  // The leveled compaction of level starting from its compaction pointer (used by SsdLevel0 for L0).
+  std::unique_ptr<Compaction> PickLeveledCompaction(int level, const std::shared_ptr<Version>& v);
+  // A manual compaction of [begin, end] at level, or nullptr if nothing overlaps.
+  std::unique_ptr<Compaction> CompactRange(int level, const InternalKey* begin, const InternalKey* end);
+  // An iterator over all inputs of c (internal keys).
+  std::unique_ptr<Iterator> MakeInputIterator(Compaction* c);
+
+  uint64_t MaxBytesForLevel(int level) const;
+  std::string LevelSummary() const;
+
+ private:
+  class Builder;
+  void Finalize(Version* v) const;
+  void SetupOtherInputs(Compaction* c);
+  void GetRange(const FileList& inputs, InternalKey* smallest, InternalKey* largest) const;
+  void GetRange2(const FileList& a, const FileList& b, InternalKey* smallest, InternalKey* largest) const;
+  Status WriteSnapshot(LogWriter* log);
+  void AppendVersion(std::shared_ptr<Version> v);
+
+  const DbContext* const ctx_;
+  Level0* const level0_;
+  const int num_levels_;
+  uint64_t next_file_number_ = 2;
+  uint64_t manifest_file_number_ = 0;
+  SequenceNumber last_sequence_ = 0;
+  uint64_t log_number_ = 0;
+
+  std::unique_ptr<LogWriter> manifest_;
+  bool manifest_busy_ = false;         // a LogAndApply is writing
+  std::condition_variable manifest_cv_;
+  std::shared_ptr<Version> current_;
+  std::vector<std::weak_ptr<Version>> live_versions_;
+  std::vector<std::string> compact_pointer_;  // per level: the largest key of the last compaction
+};
+
+}  // namespace mxfs

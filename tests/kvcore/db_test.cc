@@ -1,0 +1,328 @@
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "kvcore/include/db.h"
+#include "tests/kvcore/test_util.h"
+
+using namespace mxfs;
+using mxfs::testing::TempDir;
+
+namespace {
+
+Options SmallOptions() {
+  Options o;
+  o.write_buffer_size = 16 << 10;
+  o.target_file_size_base = 8 << 10;
+  o.max_bytes_for_level_base = 64 << 10;
+  o.level0_file_num_compaction_trigger = 2;
+  o.block_size = 1024;
+  o.block_cache_size = 256 << 10;
+  return o;
+}
+
+std::unique_ptr<DB> OpenOrDie(const Options& o, const std::string& path) {
+  auto db = DB::Open(o, path);
+  if (!db) FAIL("open " << path << ": " << db.error().ToString());
+  return std::move(*db);
+}
+
+std::string Get(DB* db, const std::string& k, const Snapshot* snap = nullptr) {
+  ReadOptions ro;
+  ro.snapshot = snap;
+  std::string v;
+  Status s = db->Get(ro, k, &v);
+  if (s.IsNotFound()) return "NOT_FOUND";
+  if (!s.ok()) return "ERROR: " + s.ToString();
+  return v;
+}
+
+std::string Contents(DB* db, const Snapshot* snap = nullptr) {
+  ReadOptions ro;
+  ro.snapshot = snap;
+  auto it = db->NewIterator(ro);
+  std::string r;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) r += it->key().ToString() + "=" + it->value().ToString() + " ";
+  if (!it->status().ok()) r += "ERROR: " + it->status().ToString();
+  return r;
+}
+
+std::string Key(int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "key%06d", i);
+  return buf;
+}
+
+std::string Prop(DB* db, const std::string& name) {
+  std::string v;
+  if (!db->GetProperty(name, &v)) return "(none)";
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("DB: put, get, delete, overwrite") {
+  TempDir dir;
+  auto db = OpenOrDie(SmallOptions(), dir.Sub("db"));
+  WriteOptions wo;
+  REQUIRE(db->Put(wo, "foo", "v1").ok());
+  CHECK(Get(db.get(), "foo") == "v1");
+  REQUIRE(db->Put(wo, "foo", "v2").ok());
+  CHECK(Get(db.get(), "foo") == "v2");
+  REQUIRE(db->Delete(wo, "foo").ok());
+  CHECK(Get(db.get(), "foo") == "NOT_FOUND");
+  CHECK(Get(db.get(), "missing") == "NOT_FOUND");
+  REQUIRE(db->Put(wo, "", "empty key").ok());
+  CHECK(Get(db.get(), "") == "empty key");
+  REQUIRE(db->Close().ok());
+  CHECK(db->Close().IsInvalidArgument());
+  CHECK(db->Put(wo, "x", "y").IsInvalidArgument());
+}
+
+TEST_CASE("DB: data survives close and reopen, from the WAL and from tables") {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  {
+    auto db = OpenOrDie(SmallOptions(), path);
+    for (int i = 0; i < 2000; i++) REQUIRE(db->Put(WriteOptions(), Key(i), "value" + std::to_string(i)).ok());
+    for (int i = 0; i < 2000; i += 3) REQUIRE(db->Delete(WriteOptions(), Key(i)).ok());
+  }  // destructor closes
+  for (int round = 0; round < 2; round++) {
+    auto db = OpenOrDie(SmallOptions(), path);
+    for (int i = 0; i < 2000; i++) {
+      INFO("key " << i << " round " << round);
+      CHECK(Get(db.get(), Key(i)) == (i % 3 == 0 ? "NOT_FOUND" : "value" + std::to_string(i)));
+    }
+    REQUIRE(db->Close().ok());
+  }
+}
+
+TEST_CASE("DB: flush and compaction move data down the tree and keep it readable") {
+  TempDir dir;
+  auto db = OpenOrDie(SmallOptions(), dir.Sub("db"));
+  std::string big(200, 'x');
+  for (int i = 0; i < 3000; i++) REQUIRE(db->Put(WriteOptions(), Key(i % 1000), big + std::to_string(i)).ok());
+  REQUIRE(db->Flush().ok());
+  REQUIRE(db->CompactRange(nullptr, nullptr).ok());
+  CHECK(Prop(db.get(), "matrixkv.num-files-at-level0") == "0");
+  int deeper = 0;
+  for (int l = 1; l < 7; l++) deeper += std::stoi(Prop(db.get(), "matrixkv.num-files-at-level" + std::to_string(l)));
+  CHECK(deeper > 0);
+  for (int i = 2000; i < 3000; i++) CHECK(Get(db.get(), Key(i % 1000)) == big + std::to_string(i));
+  CHECK(std::stoull(Prop(db.get(), "matrixkv.bytes-written-ssd")) > 0);
+  CHECK(std::stoull(Prop(db.get(), "matrixkv.user-bytes-written")) > 3000 * 200);
+  CHECK(std::stod(Prop(db.get(), "matrixkv.write-amp")) > 0.0);
+  const std::string stats = Prop(db.get(), "matrixkv.stats");
+  CHECK(stats.find("background.error none") != std::string::npos);
+  CHECK(stats.find("stall.micros.memtable-full") != std::string::npos);
+  CHECK(Prop(db.get(), "matrixkv.compactions").find("L0->L1") != std::string::npos);
+  CHECK(Prop(db.get(), "matrixkv.levels").find("L1") != std::string::npos);
+  CHECK(Prop(db.get(), "matrixkv.no-such-thing") == "(none)");
+}
+
+TEST_CASE("DB: iterator honours snapshots and hides deletions") {
+  TempDir dir;
+  auto db = OpenOrDie(SmallOptions(), dir.Sub("db"));
+  WriteOptions wo;
+  REQUIRE(db->Put(wo, "a", "1").ok());
+  REQUIRE(db->Put(wo, "b", "2").ok());
+  const Snapshot* snap = db->GetSnapshot();
+  REQUIRE(db->Delete(wo, "a").ok());
+  REQUIRE(db->Put(wo, "b", "3").ok());
+  REQUIRE(db->Put(wo, "c", "4").ok());
+  CHECK(Contents(db.get()) == "b=3 c=4 ");
+  CHECK(Contents(db.get(), snap) == "a=1 b=2 ");
+  CHECK(Get(db.get(), "a", snap) == "1");
+  // Still true after the data moves into tables and is compacted.
+  REQUIRE(db->CompactRange(nullptr, nullptr).ok());
+  CHECK(Contents(db.get()) == "b=3 c=4 ");
+  CHECK(Contents(db.get(), snap) == "a=1 b=2 ");
+  db->ReleaseSnapshot(snap);
+  REQUIRE(db->CompactRange(nullptr, nullptr).ok());
+  CHECK(Contents(db.get()) == "b=3 c=4 ");
+}
+
+TEST_CASE("DB: iterator Prev and Next mix across memtable and tables") {
+  TempDir dir;
+  auto db = OpenOrDie(SmallOptions(), dir.Sub("db"));
+  WriteOptions wo;
+  for (int i = 0; i < 100; i += 2) REQUIRE(db->Put(wo, Key(i), "old").ok());
+  REQUIRE(db->Flush().ok());
+  for (int i = 1; i < 100; i += 2) REQUIRE(db->Put(wo, Key(i), "new").ok());
+  for (int i = 0; i < 100; i += 10) REQUIRE(db->Delete(wo, Key(i)).ok());
+  auto it = db->NewIterator(ReadOptions());
+  it->Seek(Key(50));
+  REQUIRE(it->Valid());
+  CHECK(it->key().ToString() == Key(51));  // key 50 is deleted
+  it->Prev();
+  REQUIRE(it->Valid());
+  CHECK(it->key().ToString() == Key(49));
+  it->Prev();
+  CHECK(it->key().ToString() == Key(48));
+  CHECK(it->value().ToString() == "old");
+  it->Next();
+  CHECK(it->key().ToString() == Key(49));
+  it->Next();
+  CHECK(it->key().ToString() == Key(51));
+  it->SeekToLast();
+  CHECK(it->key().ToString() == Key(99));
+  it->Next();
+  CHECK_FALSE(it->Valid());
+  it->SeekToFirst();
+  CHECK(it->key().ToString() == Key(1));
+  it->Prev();
+  CHECK_FALSE(it->Valid());
+  // Walk backwards over everything and count.
+  int n = 0;
+  for (it->SeekToLast(); it->Valid(); it->Prev()) n++;
+  CHECK(n == 90);
+}
+
+TEST_CASE("DB: write batches apply atomically and concurrent writers all land") {
+  TempDir dir;
+  auto db = OpenOrDie(SmallOptions(), dir.Sub("db"));
+  WriteBatch b;
+  b.Put("x", "1");
+  b.Put("y", "2");
+  b.Delete("x");
+  REQUIRE(db->Write(WriteOptions(), &b).ok());
+  CHECK(Get(db.get(), "x") == "NOT_FOUND");
+  CHECK(Get(db.get(), "y") == "2");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; t++) {
+    threads.emplace_back([&, t] {
+      WriteOptions wo;
+      wo.sync = t % 2 == 0;
+      for (int i = 0; i < 300; i++) {
+        if (!db->Put(wo, "t" + std::to_string(t) + "-" + Key(i), std::string(100, 'a' + t)).ok()) FAIL_CHECK("put");
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < 4; t++) {
+    for (int i = 0; i < 300; i++) CHECK(Get(db.get(), "t" + std::to_string(t) + "-" + Key(i)) == std::string(100, 'a' + t));
+  }
+  CHECK(Prop(db.get(), "matrixkv.stats").find("write.groups") != std::string::npos);
+}
+
+TEST_CASE("DB: bad options are InvalidArgument naming the option and value") {
+  TempDir dir;
+  Options o;
+  o.write_buffer_size = 10;
+  auto db = DB::Open(o, dir.Sub("db"));
+  REQUIRE_FALSE(db.has_value());
+  CHECK(db.error().IsInvalidArgument());
+  CHECK(db.error().message().find("write_buffer_size = 10") != std::string_view::npos);
+
+  o = Options();
+  o.num_levels = 1;
+  db = DB::Open(o, dir.Sub("db"));
+  REQUIRE_FALSE(db.has_value());
+  CHECK(db.error().message().find("num_levels = 1") != std::string_view::npos);
+
+  o = Options();
+  o.level0_stop_writes_trigger = 3;
+  db = DB::Open(o, dir.Sub("db"));
+  REQUIRE_FALSE(db.has_value());
+  CHECK(db.error().message().find("level0_stop_writes_trigger = 3") != std::string_view::npos);
+
+  o = Options();
+  o.max_bytes_for_level_multiplier = 0.5;
+  db = DB::Open(o, dir.Sub("db"));
+  REQUIRE_FALSE(db.has_value());
+  CHECK(db.error().message().find("max_bytes_for_level_multiplier") != std::string_view::npos);
+
+  o = Options();
+  o.create_if_missing = false;
+  db = DB::Open(o, dir.Sub("nothing-here"));
+  REQUIRE_FALSE(db.has_value());
+  CHECK(db.error().message().find("does not exist") != std::string_view::npos);
+}
+
+TEST_CASE("DB: a second Open of one path fails naming the LOCK") {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  auto db = OpenOrDie(SmallOptions(), path);
+  auto second = DB::Open(SmallOptions(), path);
+  REQUIRE_FALSE(second.has_value());
+  CHECK(second.error().IsBusy());
+  CHECK(second.error().message().find(path + "/LOCK") != std::string_view::npos);
+
+  // Another process is refused too.
+  pid_t pid = fork();
+  if (pid == 0) {
+    auto other = DB::Open(SmallOptions(), path);
+    _exit(!other.has_value() && other.error().message().find("LOCK") != std::string_view::npos ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+
+  REQUIRE(db->Close().ok());
+  auto again = DB::Open(SmallOptions(), path);
+  CHECK(again.has_value());
+}
+
+TEST_CASE("DB: opening a regular file is refused in plain words") {
+  TempDir dir;
+  const std::string path = dir.Sub("file");
+  mxfs::testing::WriteAll(path, "not a database");
+  auto db = DB::Open(SmallOptions(), path);
+  REQUIRE_FALSE(db.has_value());
+  CHECK(db.error().message().find(path) != std::string_view::npos);
+  CHECK(db.error().message().find("regular file") != std::string_view::npos);
+}
+
+TEST_CASE("DB: an unreadable directory is refused naming it") {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  { auto db = OpenOrDie(SmallOptions(), path); }
+  REQUIRE(::chmod(path.c_str(), 0700) == 0);
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(2);
+    auto db = DB::Open(SmallOptions(), path);
+    std::string msg = db.has_value() ? "OPENED" : db.error().ToString();
+    (void)!write(fds[1], msg.data(), msg.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string msg;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) msg.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  INFO(msg);
+  CHECK(msg != "OPENED");
+  CHECK(msg.find(path) != std::string::npos);
+  CHECK(msg.find("ermission denied") != std::string::npos);
+}
+
+TEST_CASE("DB: files without CURRENT are refused, not overwritten") {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  {
+    auto db = OpenOrDie(SmallOptions(), path);
+    for (int i = 0; i < 500; i++) REQUIRE(db->Put(WriteOptions(), Key(i), std::string(100, 'v')).ok());
+    REQUIRE(db->Flush().ok());
+  }
+  std::filesystem::remove(path + "/CURRENT");
+  auto db = DB::Open(SmallOptions(), path);
+  REQUIRE_FALSE(db.has_value());
+  CHECK(db.error().message().find("no CURRENT") != std::string_view::npos);
+  CHECK(db.error().message().find(path) != std::string_view::npos);
+}

@@ -1,0 +1,117 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "base/random.h"
+#include "kvcore/arena.h"
+#include "kvcore/skiplist.h"
+
+using namespace mxfs;
+
+namespace {
+struct U64Cmp {
+  int operator()(uint64_t a, uint64_t b) const { return a < b ? -1 : a > b ? 1 : 0; }
+};
+using List = SkipList<uint64_t, U64Cmp>;
+}  // namespace
+
+TEST_CASE("SkipList: empty list has nothing") {
+  Arena arena;
+  List list(U64Cmp(), &arena);
+  CHECK_FALSE(list.Contains(10));
+  List::Iterator it(&list);
+  it.SeekToFirst();
+  CHECK_FALSE(it.Valid());
+  it.SeekToLast();
+  CHECK_FALSE(it.Valid());
+  it.Seek(5);
+  CHECK_FALSE(it.Valid());
+}
+
+TEST_CASE("SkipList: iterates inserted keys in order, both directions") {
+  Arena arena;
+  List list(U64Cmp(), &arena);
+  std::set<uint64_t> model;
+  Random rnd(301);
+  for (int i = 0; i < 2000; i++) {
+    uint64_t k = rnd.Uniform(5000);
+    if (model.insert(k).second) list.Insert(k);
+  }
+  for (uint64_t k = 0; k < 5000; k++) CHECK(list.Contains(k) == (model.count(k) == 1));
+
+  List::Iterator it(&list);
+  it.SeekToFirst();
+  for (uint64_t k : model) {
+    REQUIRE(it.Valid());
+    CHECK(it.key() == k);
+    it.Next();
+  }
+  CHECK_FALSE(it.Valid());
+
+  it.SeekToLast();
+  for (auto r = model.rbegin(); r != model.rend(); ++r) {
+    REQUIRE(it.Valid());
+    CHECK(it.key() == *r);
+    it.Prev();
+  }
+  CHECK_FALSE(it.Valid());
+
+  for (uint64_t target = 0; target < 5000; target += 37) {
+    it.Seek(target);
+    auto expect = model.lower_bound(target);
+    if (expect == model.end()) {
+      CHECK_FALSE(it.Valid());
+    } else {
+      REQUIRE(it.Valid());
+      CHECK(it.key() == *expect);
+    }
+  }
+}
+
+TEST_CASE("SkipList: concurrent readers see a sorted list holding every published key") {
+  Arena arena;
+  List list(U64Cmp(), &arena);
+  constexpr uint64_t kKeys = 20000;
+  // The writer inserts a permutation of 0..kKeys-1 and publishes how many are in.
+  std::vector<uint64_t> order(kKeys);
+  for (uint64_t i = 0; i < kKeys; i++) order[i] = i * 7919 % kKeys;
+  std::atomic<uint64_t> published{0};
+  std::atomic<bool> failed{false};
+  std::atomic<uint64_t> reads{0};
+  auto reader = [&] {
+    Random rnd(7);
+    while (published.load(std::memory_order_acquire) < kKeys) {
+      const uint64_t n = published.load(std::memory_order_acquire);
+      // Every key published before this read must be found.
+      if (n > 0) {
+        const uint64_t probe = order[rnd.Uniform(n)];
+        if (!list.Contains(probe)) failed = true;
+      }
+      List::Iterator it(&list);
+      it.SeekToFirst();
+      uint64_t prev = 0, count = 0;
+      bool first = true;
+      for (; it.Valid(); it.Next()) {
+        if (!first && it.key() <= prev) failed = true;
+        prev = it.key();
+        first = false;
+        count++;
+      }
+      if (count < n) failed = true;
+      reads++;
+    }
+  };
+  std::thread r1(reader), r2(reader);
+  for (uint64_t i = 0; i < kKeys; i++) {
+    list.Insert(order[i]);
+    published.store(i + 1, std::memory_order_release);
+  }
+  r1.join();
+  r2.join();
+  CHECK_FALSE(failed.load());
+  CHECK(reads.load() > 0);
+  for (uint64_t k = 0; k < kKeys; k++) REQUIRE(list.Contains(k));
+}
