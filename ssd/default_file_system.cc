@@ -10,13 +10,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
+#include "base/logging.h"
 #include "base/unique_fd.h"
 #include "ssd/file_system.h"
+#include "ssd/aligned_buffer.h"
+#include "ssd/io_ring.h"
 #include "ssd/posix_io.h"
 
 namespace mxfs {
@@ -51,43 +56,73 @@ std::string At(const char* op, const std::string& path, uint64_t off) {
   return std::string(op) + " " + path + " at offset " + std::to_string(off);
 }
 
-// Per-file I/O dispatch and error mapping.
-// Thread-safety: const methods are safe from any thread.
+// Per-file I/O: picks the backend (the thread's io_uring or pread/pwrite),
+// handles O_DIRECT through aligned bounce buffers, counts bytes and turns
+// every errno into a Status naming the operation, the path and the offset.
+// Thread-safety: const methods are safe from any thread (each thread has its
+// own ring and bounce buffer).
 class FileIo {
  public:
-  FileIo(std::shared_ptr<Counters> counters, std::string path, bool use_uring)
-      : counters_(std::move(counters)), path_(std::move(path)), use_uring_(use_uring && !UringDisabled()) {}
+  FileIo(std::shared_ptr<Counters> counters, std::string path, bool use_uring, bool direct)
+      : counters_(std::move(counters)),
+        path_(std::move(path)),
+        use_uring_(use_uring && !UringDisabled()),
+        direct_(direct) {}
 
   const std::string& path() const { return path_; }
+  bool direct() const { return direct_; }
 
+  // Reads up to n bytes at off; *done < n only at end of file.
   Status ReadAt(int fd, char* buf, size_t n, uint64_t off, size_t* done) const {
-    int err = PosixReadAt(fd, buf, n, off, done);
-    counters_->fallback_ops.fetch_add(1, std::memory_order_relaxed);
-    counters_->read_ops.fetch_add(1, std::memory_order_relaxed);
-    counters_->bytes_read.fetch_add(*done, std::memory_order_relaxed);
-    if (err != 0) return Status::FromErrno(At("read", path_, off + *done), err);
+    *done = 0;
+    if (direct_) return DirectRead(fd, buf, n, off, done);
+    IoOp op{IoOp::Kind::kRead, false, fd, buf, n, off};
+    RunOne(&op);
+    *done = op.done;
+    if (op.err != 0) return Status::FromErrno(At("read", path_, off + op.done), op.err);
     return Status::OK();
   }
 
-  Status WriteAt(int fd, const char* buf, size_t n, uint64_t off) const {
-    int err = PosixWriteAt(fd, buf, n, off);
-    counters_->fallback_ops.fetch_add(1, std::memory_order_relaxed);
-    counters_->write_ops.fetch_add(1, std::memory_order_relaxed);
-    if (err != 0) return Status::FromErrno(At("write", path_, off), err);
-    counters_->bytes_written.fetch_add(n, std::memory_order_relaxed);
+  // Writes all of buf at off. With O_DIRECT, writes whole aligned blocks: the
+  // bytes around [off, off+n) in the first and last block are read back first
+  // when rmw is set, zero-filled otherwise; the file may grow to the next
+  // block boundary and the caller truncates it back.
+  Status WriteAt(int fd, const char* buf, size_t n, uint64_t off, bool rmw = true) const {
+    if (direct_) return DirectWrite(fd, buf, n, off, rmw);
+    IoOp op{IoOp::Kind::kWrite, false, fd, const_cast<char*>(buf), n, off};
+    RunOne(&op);
+    if (op.err != 0) return Status::FromErrno(At("write", path_, off + op.done), op.err);
     return Status::OK();
   }
 
   Status Sync(int fd) const {
-    int err = PosixSync(fd, /*datasync=*/true);
-    counters_->fallback_ops.fetch_add(1, std::memory_order_relaxed);
-    counters_->sync_ops.fetch_add(1, std::memory_order_relaxed);
-    if (err != 0) return Status::FromErrno("fdatasync " + path_, err);
+    IoOp op{IoOp::Kind::kFdatasync, false, fd, nullptr, 0, 0};
+    RunOne(&op);
+    if (op.err != 0) return Status::FromErrno("fdatasync " + path_, op.err);
     return Status::OK();
   }
 
   Status MultiRead(int fd, ReadRequest* reqs, size_t n) const {
     Status first;
+    IoRing* ring = direct_ ? nullptr : Ring();
+    if (ring != nullptr) {
+      // One batch through the ring.
+      std::vector<IoOp> ops(n);
+      for (size_t i = 0; i < n; i++) ops[i] = IoOp{IoOp::Kind::kRead, false, fd, reqs[i].scratch, reqs[i].len, reqs[i].offset};
+      ring->Run(ops.data(), n);
+      for (size_t i = 0; i < n; i++) {
+        Count(ops[i], true);
+        if (ops[i].err != 0) {
+          reqs[i].status = Status::FromErrno(At("read", path_, ops[i].off + ops[i].done), ops[i].err);
+          reqs[i].result = Slice();
+          if (first.ok()) first = reqs[i].status;
+        } else {
+          reqs[i].status = Status::OK();
+          reqs[i].result = Slice(reqs[i].scratch, ops[i].done);
+        }
+      }
+      return first;
+    }
     for (size_t i = 0; i < n; i++) {
       size_t done = 0;
       reqs[i].status = ReadAt(fd, reqs[i].scratch, reqs[i].len, reqs[i].offset, &done);
@@ -98,9 +133,133 @@ class FileIo {
   }
 
  private:
+  IoRing* Ring() const { return use_uring_ ? IoRing::ForThisThread() : nullptr; }
+
+  void Count(const IoOp& op, bool uring) const {
+    (uring ? counters_->uring_ops : counters_->fallback_ops).fetch_add(1, std::memory_order_relaxed);
+    switch (op.kind) {
+      case IoOp::Kind::kRead:
+        counters_->read_ops.fetch_add(1, std::memory_order_relaxed);
+        counters_->bytes_read.fetch_add(op.done, std::memory_order_relaxed);
+        break;
+      case IoOp::Kind::kWrite:
+        counters_->write_ops.fetch_add(1, std::memory_order_relaxed);
+        counters_->bytes_written.fetch_add(op.done, std::memory_order_relaxed);
+        break;
+      default:
+        counters_->sync_ops.fetch_add(1, std::memory_order_relaxed);
+        break;
+    }
+  }
+
+  void RunOne(IoOp* op) const {
+    if (IoRing* ring = Ring()) {
+      ring->Run(op, 1);
+      Count(*op, true);
+      return;
+    }
+    op->done = 0;
+    switch (op->kind) {
+      case IoOp::Kind::kRead:
+        op->err = PosixReadAt(op->fd, op->buf, op->len, op->off, &op->done);
+        break;
+      case IoOp::Kind::kWrite:
+        op->err = PosixWriteAt(op->fd, op->buf, op->len, op->off);
+        op->done = op->err == 0 ? op->len : 0;
+        break;
+      case IoOp::Kind::kFsync:
+      case IoOp::Kind::kFdatasync:
+        op->err = PosixSync(op->fd, op->kind == IoOp::Kind::kFdatasync);
+        break;
+    }
+    Count(*op, false);
+  }
+
+  struct Bounce {
+    char* data;
+    size_t size;
+    bool fixed;
+  };
+  // The calling thread's aligned bounce buffer: the ring's registered one, or
+  // a thread-local one for the fallback.
+  Bounce GetBounce() const {
+    if (IoRing* ring = Ring()) return Bounce{ring->bounce(), IoRing::kBounceSize, true};
+    thread_local AlignedBuffer fallback(IoRing::kBounceSize);
+    return Bounce{fallback.data(), fallback.size(), false};
+  }
+
+  Status DirectRead(int fd, char* buf, size_t n, uint64_t off, size_t* done) const {
+    const Bounce b = GetBounce();
+    if (b.data == nullptr) return Status::IOError("no memory for an O_DIRECT bounce buffer reading " + path_);
+    size_t got = 0;
+    while (got < n) {
+      const uint64_t pos = off + got;
+      const uint64_t a0 = AlignDown(pos, kDirectIoAlignment);
+      const size_t skip = static_cast<size_t>(pos - a0);
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(b.size, AlignUp(skip + (n - got), kDirectIoAlignment)));
+      IoOp op{IoOp::Kind::kRead, b.fixed, fd, b.data, want, a0};
+      RunOne(&op);
+      if (op.err != 0) {
+        *done = got;
+        return Status::FromErrno(At("read (O_DIRECT)", path_, a0 + op.done), op.err);
+      }
+      if (op.done <= skip) break;  // end of file
+      const size_t take = std::min(op.done - skip, n - got);
+      std::memcpy(buf + got, b.data + skip, take);
+      got += take;
+      if (op.done < want) break;  // end of file
+    }
+    *done = got;
+    return Status::OK();
+  }
+
+  // Reads the aligned block at a0 into dst (zero-filled past end of file).
+  Status ReadBlockForRmw(int fd, char* dst, bool fixed, uint64_t a0) const {
+    IoOp op{IoOp::Kind::kRead, fixed, fd, dst, kDirectIoAlignment, a0};
+    RunOne(&op);
+    if (op.err != 0) return Status::FromErrno(At("read (O_DIRECT) before write", path_, a0), op.err);
+    std::memset(dst + op.done, 0, kDirectIoAlignment - op.done);
+    return Status::OK();
+  }
+
+  Status DirectWrite(int fd, const char* buf, size_t n, uint64_t off, bool rmw) const {
+    const Bounce b = GetBounce();
+    if (b.data == nullptr) return Status::IOError("no memory for an O_DIRECT bounce buffer writing " + path_);
+    const uint64_t end = off + n;
+    uint64_t pos = off;
+    while (pos < end) {
+      const uint64_t a0 = AlignDown(pos, kDirectIoAlignment);
+      const uint64_t c1 = std::min<uint64_t>(a0 + b.size, AlignUp(end, kDirectIoAlignment));
+      const size_t len = static_cast<size_t>(c1 - a0);
+      const uint64_t hi = std::min(end, c1);
+      if (pos > a0) {
+        if (rmw) {
+          MXFS_RETURN_IF_ERROR(ReadBlockForRmw(fd, b.data, b.fixed, a0));
+        } else {
+          std::memset(b.data, 0, kDirectIoAlignment);
+        }
+      }
+      if (hi < c1 && (len > kDirectIoAlignment || pos == a0)) {  // last block not already read above
+        char* last = b.data + len - kDirectIoAlignment;
+        if (rmw) {
+          MXFS_RETURN_IF_ERROR(ReadBlockForRmw(fd, last, b.fixed, c1 - kDirectIoAlignment));
+        } else {
+          std::memset(last, 0, kDirectIoAlignment);
+        }
+      }
+      std::memcpy(b.data + (pos - a0), buf + (pos - off), static_cast<size_t>(hi - pos));
+      IoOp op{IoOp::Kind::kWrite, b.fixed, fd, b.data, len, a0};
+      RunOne(&op);
+      if (op.err != 0) return Status::FromErrno(At("write (O_DIRECT)", path_, a0 + op.done), op.err);
+      pos = hi;
+    }
+    return Status::OK();
+  }
+
   std::shared_ptr<Counters> counters_;
   std::string path_;
   bool use_uring_;
+  bool direct_;
 };
 
 Result<uint64_t> FdSize(int fd, const std::string& path) {
@@ -153,9 +312,15 @@ class DefaultRandomAccessFile final : public RandomAccessFile {
   FileIo io_;
 };
 
+// Appends go to a 64 KiB buffer written through FileIo when full. With
+// O_DIRECT the buffer starts at an aligned file offset; whole blocks are
+// written as they fill, and Flush writes the partial tail block padded with
+// zeros, then truncates the file to its exact size (the tail stays buffered
+// and is rewritten, completed, by the next flush).
 class DefaultWritableFile final : public WritableFile {
  public:
   static constexpr size_t kBufferSize = 64 * 1024;
+  static_assert(kBufferSize % kDirectIoAlignment == 0);
 
   DefaultWritableFile(UniqueFd fd, FileIo io, uint64_t initial_size)
       : fd_(std::move(fd)), io_(std::move(io)), flushed_(initial_size) {
@@ -167,6 +332,10 @@ class DefaultWritableFile final : public WritableFile {
 
   Status Append(const Slice& data) override {
     if (!fd_.valid()) return Status::InvalidArgument("append to closed file " + io_.path());
+    if (io_.direct()) {
+      buf_.append(data.data(), data.size());
+      return buf_.size() >= kBufferSize ? WriteWholeBlocks() : Status::OK();
+    }
     if (buf_.size() + data.size() <= kBufferSize) {
       buf_.append(data.data(), data.size());
       return Status::OK();
@@ -183,6 +352,16 @@ class DefaultWritableFile final : public WritableFile {
   Status Flush() override {
     if (buf_.empty()) return Status::OK();
     if (!fd_.valid()) return Status::InvalidArgument("flush of closed file " + io_.path());
+    if (io_.direct()) {
+      MXFS_RETURN_IF_ERROR(WriteWholeBlocks());
+      if (buf_.empty() || tail_on_disk_ == buf_.size()) return Status::OK();
+      MXFS_RETURN_IF_ERROR(io_.WriteAt(fd_.get(), buf_.data(), buf_.size(), flushed_, /*rmw=*/false));
+      const uint64_t size = flushed_ + buf_.size();
+      if (::ftruncate(fd_.get(), static_cast<off_t>(size)) != 0)
+        return Status::FromErrno("ftruncate " + io_.path() + " to " + std::to_string(size), errno);
+      tail_on_disk_ = buf_.size();
+      return Status::OK();
+    }
     MXFS_RETURN_IF_ERROR(io_.WriteAt(fd_.get(), buf_.data(), buf_.size(), flushed_));
     flushed_ += buf_.size();
     buf_.clear();
@@ -191,6 +370,7 @@ class DefaultWritableFile final : public WritableFile {
   Status Sync() override {
     MXFS_RETURN_IF_ERROR(Flush());
     if (!fd_.valid()) return Status::InvalidArgument("sync of closed file " + io_.path());
+    // Flush waited for the writes to complete, so the sync orders after them.
     return io_.Sync(fd_.get());
   }
   Status Close() override {
@@ -204,17 +384,39 @@ class DefaultWritableFile final : public WritableFile {
   const std::string& path() const override { return io_.path(); }
 
  private:
+  // O_DIRECT: writes the whole blocks at the front of buf_ and drops them.
+  Status WriteWholeBlocks() {
+    const size_t whole = static_cast<size_t>(AlignDown(buf_.size(), kDirectIoAlignment));
+    if (whole == 0) return Status::OK();
+    MXFS_RETURN_IF_ERROR(io_.WriteAt(fd_.get(), buf_.data(), whole, flushed_, /*rmw=*/false));
+    buf_.erase(0, whole);
+    flushed_ += whole;
+    tail_on_disk_ = 0;
+    return Status::OK();
+  }
+
   UniqueFd fd_;
   FileIo io_;
   std::string buf_;
-  uint64_t flushed_;  // bytes handed to the kernel (the file offset of buf_[0])
+  uint64_t flushed_;  // file offset of buf_[0] (aligned with O_DIRECT)
+  size_t tail_on_disk_ = 0;  // O_DIRECT: bytes of buf_ already written as a padded tail
 };
 
+// With O_DIRECT, unaligned writes read-modify-write their edge blocks, so
+// concurrent writes to the same block must be serialised by the caller.
 class DefaultRandomRWFile final : public RandomRWFile {
  public:
   DefaultRandomRWFile(UniqueFd fd, FileIo io) : fd_(std::move(fd)), io_(std::move(io)) {}
   Status Write(uint64_t offset, const Slice& data) override {
-    return io_.WriteAt(fd_.get(), data.data(), data.size(), offset);
+    if (!io_.direct()) return io_.WriteAt(fd_.get(), data.data(), data.size(), offset);
+    // O_DIRECT writes whole blocks; a write that ends inside the last block
+    // past end of file leaves the file padded, so cut it back.
+    auto old_size = FdSize(fd_.get(), io_.path());
+    if (!old_size) return old_size.error();
+    MXFS_RETURN_IF_ERROR(io_.WriteAt(fd_.get(), data.data(), data.size(), offset, /*rmw=*/true));
+    const uint64_t end = offset + data.size();
+    if (AlignUp(end, kDirectIoAlignment) > *old_size) return Truncate(std::max(*old_size, end));
+    return Status::OK();
   }
   Status Read(uint64_t offset, size_t n, Slice* result, char* scratch) const override {
     size_t done = 0;
@@ -260,6 +462,19 @@ Result<UniqueFd> OpenFd(const std::string& path, int flags, mode_t mode, const c
   }
 }
 
+// Opens with O_DIRECT when asked; a filesystem that refuses it (EINVAL)
+// gets buffered I/O instead, which *direct reports.
+Result<UniqueFd> OpenMaybeDirect(const std::string& path, int flags, mode_t mode, const char* what, bool* direct) {
+  if (*direct) {
+    auto fd = OpenFd(path, flags | O_DIRECT, mode, what);
+    if (fd || fd.error().err() != EINVAL) return fd;
+    static std::atomic<bool> logged{false};
+    if (!logged.exchange(true)) MXFS_LOG_WARN("O_DIRECT refused for %s; using buffered I/O", path.c_str());
+    *direct = false;
+  }
+  return OpenFd(path, flags, mode, what);
+}
+
 class DefaultFileSystemImpl final : public FileSystem {
  public:
   DefaultFileSystemImpl() : counters_(std::make_shared<Counters>()) {}
@@ -267,31 +482,34 @@ class DefaultFileSystemImpl final : public FileSystem {
   Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) override {
     auto fd = OpenFd(path, O_RDONLY, 0, "open");
     if (!fd) return Err(fd.error());
-    return std::make_unique<DefaultSequentialFile>(std::move(*fd), Io(path, true));
+    return std::make_unique<DefaultSequentialFile>(std::move(*fd), Io(path, true, false));
   }
   Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path,
                                                                 const FileOptions& opts) override {
-    auto fd = OpenFd(path, O_RDONLY, 0, "open");
+    bool direct = opts.direct_io;
+    auto fd = OpenMaybeDirect(path, O_RDONLY, 0, "open", &direct);
     if (!fd) return Err(fd.error());
-    return std::make_unique<DefaultRandomAccessFile>(std::move(*fd), Io(path, opts.use_io_uring));
+    return std::make_unique<DefaultRandomAccessFile>(std::move(*fd), Io(path, opts.use_io_uring, direct));
   }
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path, const FileOptions& opts) override {
-    auto fd = OpenFd(path, O_WRONLY | O_CREAT | O_TRUNC, 0644, "create");
+    bool direct = opts.direct_io;
+    auto fd = OpenMaybeDirect(path, O_WRONLY | O_CREAT | O_TRUNC, 0644, "create", &direct);
     if (!fd) return Err(fd.error());
-    return std::make_unique<DefaultWritableFile>(std::move(*fd), Io(path, opts.use_io_uring), 0);
+    return std::make_unique<DefaultWritableFile>(std::move(*fd), Io(path, opts.use_io_uring, direct), 0);
   }
   Result<std::unique_ptr<WritableFile>> NewAppendableFile(const std::string& path) override {
     auto fd = OpenFd(path, O_WRONLY | O_CREAT, 0644, "open for append");
     if (!fd) return Err(fd.error());
     auto size = FdSize(fd->get(), path);
     if (!size) return Err(size.error());
-    return std::make_unique<DefaultWritableFile>(std::move(*fd), Io(path, true), *size);
+    return std::make_unique<DefaultWritableFile>(std::move(*fd), Io(path, true, false), *size);
   }
   Result<std::unique_ptr<RandomRWFile>> NewRandomRWFile(const std::string& path, bool create,
                                                         const FileOptions& opts) override {
-    auto fd = OpenFd(path, O_RDWR | (create ? O_CREAT : 0), 0600, create ? "create" : "open");
+    bool direct = opts.direct_io;
+    auto fd = OpenMaybeDirect(path, O_RDWR | (create ? O_CREAT : 0), 0600, create ? "create" : "open", &direct);
     if (!fd) return Err(fd.error());
-    return std::make_unique<DefaultRandomRWFile>(std::move(*fd), Io(path, opts.use_io_uring));
+    return std::make_unique<DefaultRandomRWFile>(std::move(*fd), Io(path, opts.use_io_uring, direct));
   }
 
   bool FileExists(const std::string& path) override { return ::access(path.c_str(), F_OK) == 0; }
@@ -333,6 +551,7 @@ class DefaultFileSystemImpl final : public FileSystem {
     if (!fd) return fd.error();
     int err = PosixSync(fd->get(), /*datasync=*/false);
     counters_->sync_ops.fetch_add(1, std::memory_order_relaxed);
+    counters_->fallback_ops.fetch_add(1, std::memory_order_relaxed);
     if (err != 0) return Status::FromErrno("fsync directory " + path, err);
     return Status::OK();
   }
@@ -367,7 +586,9 @@ class DefaultFileSystemImpl final : public FileSystem {
   }
 
  private:
-  FileIo Io(const std::string& path, bool use_uring) const { return FileIo(counters_, path, use_uring); }
+  FileIo Io(const std::string& path, bool use_uring, bool direct) const {
+    return FileIo(counters_, path, use_uring, direct);
+  }
 
   std::shared_ptr<Counters> counters_;
 };
@@ -386,6 +607,6 @@ std::unique_ptr<FileSystem> NewDefaultFileSystem() { return std::make_unique<Def
 
 void SetIoUringDisabledForTesting(bool disabled) { g_uring_disabled.store(disabled ? 1 : 0); }
 
-bool IoUringAvailable() { return false; }
+bool IoUringAvailable() { return !UringDisabled() && IoRing::ForThisThread() != nullptr; }
 
 }  // namespace mxfs
