@@ -174,6 +174,14 @@ drop() {
 drop_failed=0
 
 started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+# What else is using the CPU (a 1-second sample; processes at >= 5%).
+busy() {
+  top -b -n2 -d1 -w 200 2>/dev/null |
+    awk '/^top -/ { it++ } it == 2 && $1 ~ /^[0-9]+$/ && $9 + 0 >= 5 { n[$12]++; c[$12] += $9 }
+         END { for (p in n) printf "%s%s x%d (%d%% CPU)", (k++ ? ", " : ""), p, n[p], c[p]; if (!k) printf "nothing" }'
+}
+busy_before=$(busy)
 run kvbench_fill "$kvbench" --benchmarks=fillrandom,stats --db="$kvdir" "${common[@]}" "${kv_only[@]}"
 run db_bench_fill "$db_bench" --benchmarks=fillrandom,stats --db="$rdir" "${common[@]}" "${rocks_only[@]}"
 kv_size=$(du -sb "$kvdir" | cut -f1)
@@ -185,6 +193,8 @@ drop
 run db_bench_read "$db_bench" --benchmarks=readrandom --use_existing_db=1 --reads="$reads" --db="$rdir" \
   "${common[@]}" "${rocks_only[@]}"
 finished=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+busy_after=$(busy)
 
 # ---- parsing ----------------------------------------------------------------
 # result_field LOG BENCH N: the Nth number of the "BENCH   : ..." line
@@ -241,7 +251,9 @@ fi
 if grep -q 'Assertions are enabled' "$rf"; then
   echo "note: this db_bench build has assertions enabled (it prints so); RocksDB pays for them here."
 fi
-echo "ran $started .. $finished in $dir ($(df -PT "$dir" | awk 'NR==2 {print $2}'))."
+echo "ran $started .. $finished in $dir ($(df -PT "$dir" | awk 'NR==2 {print $2}')) on $(nproc) CPUs;"
+echo "load average (1, 5, 15 min) before: $load_before, after: $load_after."
+echo "other processes at >= 5% CPU before: $busy_before; after: $busy_after."
 echo
 row "metric" "kvbench (MatrixKV)" "db_bench (RocksDB $("$db_bench" --version 2>/dev/null | awk '{print $NF}'))" "kvbench / db_bench"
 echo "|---|---:|---:|---:|"
