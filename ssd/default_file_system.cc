@@ -268,6 +268,8 @@ Result<uint64_t> FdSize(int fd, const std::string& path) {
   return static_cast<uint64_t>(st.st_size);
 }
 
+// Thread-safety (all file classes below): as file_system.h says — readers'
+// const methods are safe from many threads, writers are used by one thread.
 class DefaultSequentialFile final : public SequentialFile {
  public:
   DefaultSequentialFile(UniqueFd fd, FileIo io) : fd_(std::move(fd)), io_(std::move(io)) {}
@@ -596,11 +598,8 @@ class DefaultFileSystemImpl final : public FileSystem {
 }  // namespace
 
 FileSystem* DefaultFileSystem() {
-  static DefaultFileSystemImpl* fs = [] {
-    static DefaultFileSystemImpl instance;
-    return &instance;
-  }();
-  return fs;
+  static DefaultFileSystemImpl instance;  // stateless apart from its counters
+  return &instance;
 }
 
 std::unique_ptr<FileSystem> NewDefaultFileSystem() { return std::make_unique<DefaultFileSystemImpl>(); }
