@@ -109,6 +109,44 @@ class MergingIterator final : public Iterator {
   bool forward_ = true;
 };
 
+// Compaction record (see matrix_container.h): the compacted-up-to key and
+// the first live entry of every compactor row, under one checksum.
+std::string EncodeCompactionRecord(const Slice& key, const std::vector<std::pair<uint64_t, uint32_t>>& starts) {
+  std::string r(16, '\0');
+  r.append(key.data(), key.size());
+  r.resize((r.size() + 7) & ~size_t{7}, '\0');
+  for (auto [id, start] : starts) {
+    PutFixed64(&r, id);
+    PutFixed32(&r, start);
+    PutFixed32(&r, 0);
+  }
+  EncodeFixed32(r.data() + 4, static_cast<uint32_t>(key.size()));
+  EncodeFixed32(r.data() + 8, static_cast<uint32_t>(starts.size()));
+  EncodeFixed32(r.data(), Checksum32(r.data() + 4, r.size() - 4));
+  return r;
+}
+
+Status DecodeCompactionRecord(const char* p, std::string* key, std::vector<std::pair<uint64_t, uint32_t>>* starts) {
+  uint32_t klen = DecodeFixed32(p + 4), nrows = DecodeFixed32(p + 8);
+  if (klen > kMaxCompactedKey || nrows > kContainerRowSlots) {
+    return Status::Corruption("key length " + std::to_string(klen) + " / row count " + std::to_string(nrows) +
+                              " out of range");
+  }
+  size_t rows_off = (16 + klen + 7) & ~size_t{7};
+  size_t end = rows_off + size_t{nrows} * 16;
+  uint32_t stored = DecodeFixed32(p), computed = Checksum32(p + 4, end - 4);
+  if (stored != computed) {
+    char b[96];
+    std::snprintf(b, sizeof(b), "checksum mismatch: stored 0x%08x, computed 0x%08x", stored, computed);
+    return Status::Corruption(b);
+  }
+  key->assign(p + 16, klen);
+  for (uint32_t i = 0; i < nrows; i++) {
+    starts->emplace_back(DecodeFixed64(p + rows_off + 16 * i), DecodeFixed32(p + rows_off + 16 * i + 8));
+  }
+  return Status::OK();
+}
+
 std::string Hex8(uint32_t v) {
   char b[16];
   std::snprintf(b, sizeof(b), "0x%08x", v);
@@ -127,19 +165,33 @@ ContainerVersion::~ContainerVersion() {
   }
 }
 
+// The search in row i is confined to its live entries [start, n): entries
+// below a compactor row's start may sit on pages that were freed and reused,
+// so their keys are never read (their metadata, which stays, may be).
+//
+// Hint: if p is the first live entry >= target in row i, every key before
+// Forward(p-1) in the older row is < key(p-1) < target and the key at
+// Forward(p) is >= key(p) >= target, so the older row's answer lies in
+// [Forward(p-1), Forward(p)] (0 for the lower end when p is row i's first
+// live entry).
 std::vector<uint32_t> ContainerVersion::Locate(const Slice& target) const {
   std::vector<uint32_t> out(rows_.size());
   bool have_hint = false;
   uint32_t wlo = 0, whi = 0;
   for (size_t i = 0; i < rows_.size(); i++) {
     const RowTable& t = *rows_[i].table;
-    const uint32_t n = t.num_entries();
-    uint32_t full = have_hint ? t.LowerBound(target, std::min(wlo, n), std::min(whi, n)) : t.LowerBound(target);
-    out[i] = std::max(full, rows_[i].start);
+    const uint32_t n = t.num_entries(), start = rows_[i].start;
+    uint32_t lo = start, hi = n;
+    if (have_hint) {
+      lo = std::max(start, std::min(wlo, n));
+      hi = std::max(lo, std::min(whi, n));
+    }
+    const uint32_t p = t.LowerBound(target, lo, hi);
+    out[i] = p;
     have_hint = use_hints_ && i + 1 < rows_.size() && rows_[i + 1].table->row_id() == t.prev_row_id();
     if (have_hint) {
-      wlo = full > 0 ? t.Forward(full - 1) : 0;
-      whi = full < n ? t.Forward(full) : rows_[i + 1].table->num_entries();
+      wlo = p > start ? t.Forward(p - 1) : 0;
+      whi = p < n ? t.Forward(p) : rows_[i + 1].table->num_entries();
     }
   }
   return out;
@@ -151,18 +203,22 @@ void ContainerVersion::Get(const Slice& target,
   uint32_t wlo = 0, whi = 0;
   for (size_t i = 0; i < rows_.size(); i++) {
     const RowTable& t = *rows_[i].table;
-    const uint32_t n = t.num_entries();
+    const uint32_t n = t.num_entries(), start = rows_[i].start;
     if (use_blooms_ && !t.KeyMayMatch(target)) {
       have_hint = false;
       continue;
     }
-    uint32_t full = have_hint ? t.LowerBound(target, std::min(wlo, n), std::min(whi, n)) : t.LowerBound(target);
-    uint32_t p = std::max(full, rows_[i].start);
+    uint32_t lo = start, hi = n;
+    if (have_hint) {
+      lo = std::max(start, std::min(wlo, n));
+      hi = std::max(lo, std::min(whi, n));
+    }
+    const uint32_t p = t.LowerBound(target, lo, hi);
     if (p < n && found(t.Key(p), t.Value(p))) return;
     have_hint = use_hints_ && i + 1 < rows_.size() && rows_[i + 1].table->row_id() == t.prev_row_id();
     if (have_hint) {
-      wlo = full > 0 ? t.Forward(full - 1) : 0;
-      whi = full < n ? t.Forward(full) : rows_[i + 1].table->num_entries();
+      wlo = p > start ? t.Forward(p - 1) : 0;
+      whi = p < n ? t.Forward(p) : rows_[i + 1].table->num_entries();
     }
   }
 }
@@ -255,10 +311,10 @@ Result<std::unique_ptr<MatrixContainer>> MatrixContainer::Open(Pool* pool, const
   v->use_blooms_ = options.use_blooms;
   v->allocator_ = c->allocator_;
   c->key_buffer_ = static_cast<int>((cw >> 16) & 1);
+  std::vector<std::pair<uint64_t, uint32_t>> starts;
   if ((cw & kCompactedValid) && (cw >> 32) == (c->boundary_ & 0xffffffffu)) {
-    uint32_t len = static_cast<uint32_t>(cw & 0xffff);
-    if (len > kMaxCompactedKey) return Err(Status::Corruption(where + ": compacted key length " + std::to_string(len)));
-    v->compacted_key_.assign(c->KeyBuffer(c->key_buffer_), len);
+    Status s = DecodeCompactionRecord(c->CompactionRecord(c->key_buffer_), &v->compacted_key_, &starts);
+    if (!s.ok()) return Err(s.WithContext(where + ", compaction record " + std::to_string(c->key_buffer_)));
     v->has_compacted_key_ = true;
   }
 
@@ -280,7 +336,13 @@ Result<std::unique_ptr<MatrixContainer>> MatrixContainer::Open(Pool* pool, const
     ref.table = *t;
     ref.compactor = id <= c->boundary_;
     if (ref.compactor && v->has_compacted_key_) {
-      ref.start = ref.table->LowerBound(v->compacted_key_);
+      // The start comes from the record: keys below it may be on reused pages.
+      auto e = std::find_if(starts.begin(), starts.end(), [id](const auto& x) { return x.first == id; });
+      if (e == starts.end()) {
+        return Err(Status::Corruption(where + ": compactor row " + std::to_string(id) +
+                                      " is missing from the committed compaction record"));
+      }
+      ref.start = e->second;
       if (ref.start >= ref.table->num_entries()) {
         // Wholly compacted before the crash: finish unlinking it.
         c->pool_->PublishWord(c->SlotCommit(s), 0);
@@ -479,8 +541,8 @@ std::vector<std::unique_ptr<Iterator>> MatrixContainer::NewColumnRowIterators(co
   for (const RowRef& r : v->rows_) {
     if (!r.compactor) continue;
     const RowTable& t = *r.table;
-    uint32_t b = lo.empty() ? r.start : std::max(r.start, t.LowerBound(lo));
-    uint32_t e = std::max(b, t.LowerBound(hi));
+    uint32_t b = lo.empty() ? r.start : t.LowerBound(lo, r.start, t.num_entries());
+    uint32_t e = t.LowerBound(hi, b, t.num_entries());
     auto it = std::make_unique<RowTableIterator>(r.table.get(), b, e);
     it->RegisterCleanup([v]() {});
     out.push_back(std::move(it));
@@ -494,8 +556,8 @@ std::unique_ptr<Iterator> MatrixContainer::NewColumnIterator(const Slice& lo, co
   for (const RowRef& r : v->rows_) {
     if (!r.compactor) continue;
     const RowTable& t = *r.table;
-    uint32_t b = lo.empty() ? r.start : std::max(r.start, t.LowerBound(lo));
-    uint32_t e = std::max(b, t.LowerBound(hi));
+    uint32_t b = lo.empty() ? r.start : t.LowerBound(lo, r.start, t.num_entries());
+    uint32_t e = t.LowerBound(hi, b, t.num_entries());
     children.push_back(std::make_unique<RowTableIterator>(r.table.get(), b, e));
   }
   auto it = std::make_unique<MergingIterator>(options_.comparator, std::move(children), nullptr);
@@ -509,8 +571,8 @@ uint64_t MatrixContainer::ColumnBytes(const Slice& lo, const Slice& hi) const {
   for (const RowRef& r : v->rows_) {
     if (!r.compactor) continue;
     const RowTable& t = *r.table;
-    uint32_t b = lo.empty() ? r.start : std::max(r.start, t.LowerBound(lo));
-    total += t.BytesBetween(b, std::max(b, t.LowerBound(hi)));
+    uint32_t b = lo.empty() ? r.start : t.LowerBound(lo, r.start, t.num_entries());
+    total += t.BytesBetween(b, t.LowerBound(hi, b, t.num_entries()));
   }
   return total;
 }
@@ -559,10 +621,17 @@ Status MatrixContainer::MarkColumnCompacted(const Slice& hi) {
     return Status::InvalidArgument("MarkColumnCompacted: key " + hi.ToEscaped() + " is below the compacted-up-to key " +
                                    Slice(cur->compacted_key_).ToEscaped());
   }
-  pool_->CopyNoDrain(KeyBuffer(buf), hi);
+  // The new start of every compactor row, searched among its live entries.
+  std::vector<std::pair<uint64_t, uint32_t>> starts;
+  for (const RowRef& r : cur->rows_) {
+    if (!r.compactor) continue;
+    starts.emplace_back(r.table->row_id(), r.table->LowerBound(hi, r.start, r.table->num_entries()));
+  }
+  std::string rec = EncodeCompactionRecord(hi, starts);
+  pool_->CopyNoDrain(CompactionRecord(buf), std::span<const char>(rec));
   pool_->Drain();
   MXFS_KILL_POINT("column.before_commit");
-  pool_->PublishWord(CompactedWord(), ((boundary & 0xffffffffu) << 32) | kCompactedValid | (uint64_t(buf) << 16) | hi.size());
+  pool_->PublishWord(CompactedWord(), ((boundary & 0xffffffffu) << 32) | kCompactedValid | (uint64_t(buf) << 16));
   MXFS_KILL_POINT("column.before_free");
 
   std::vector<RowRef> rows;
@@ -575,7 +644,7 @@ Status MatrixContainer::MarkColumnCompacted(const Slice& hi) {
     }
     const RowTable& t = *r.table;
     RowRef nr = r;
-    nr.start = std::max(r.start, t.LowerBound(hi));
+    nr.start = std::find_if(starts.begin(), starts.end(), [&t](const auto& e) { return e.first == t.row_id(); })->second;
     if (nr.start >= t.num_entries()) {
       uint32_t s = 0;
       {

@@ -9,29 +9,37 @@
 // Container region (offsets from the pool header's container_offset; also
 // in man/matrixfs.5):
 //   page 0, the root:
-//     0  u64 magic "MXFSMTRX"   8  u32 version (1)   12 u32 root pages (8)
+//     0  u64 magic "MXFSMTRX"   8  u32 version (1)   12 u32 root pages (24)
 //     16 u32 data pages         20 u32 row slots (1024)
 //     24 u32 Checksum32 of bytes 0..23
 //     64  u64 boundary word: every live row with id <= it is in the
 //         compactor, every other live row in the receiver (0: none yet)
 //     128 u64 compacted word: bits 63..32 the boundary it belongs to,
-//         bit 31 valid, bit 16 which key buffer, bits 15..0 key length;
-//         it only counts while its boundary equals the boundary word
-//   page 1, page 2: key buffers 0 and 1 for the compactor's compacted-up-to
-//         key (entries with key < it are in L1 already)
-//   pages 3..6: 1024 row slots of 16 bytes:
+//         bit 31 valid, bit 16 which compaction record; it only counts
+//         while its boundary equals the boundary word
+//   pages 1..6, 7..12: compaction records 0 and 1, each:
+//     0 u32 Checksum32 of the record from byte 4 to its end
+//     4 u32 key length (<= 4096)   8 u32 row count   12 u32 zero
+//     16 the compacted-up-to key (entries with key < it are in L1),
+//        zero-padded to a multiple of 8; then per compactor row 16 bytes:
+//        u64 row id, u32 first live entry (entry count: wholly compacted),
+//        u32 zero
+//   pages 13..16: 1024 row slots of 16 bytes:
 //     0 u64 location: first data page (bits 31..0), page count (63..32)
 //     8 u64 commit word: the row id (0: empty slot)
-//   page 8 on: the data pages, where RowTable extents live.
+//   page 24 on: the data pages, where RowTable extents live.
 //
 // Commit points (a crash leaves the state before or after each, never
 // between): a row is copied with one non-temporal memcpy, drained, its
 // slot's location persisted, then it is published by persisting the slot's
 // commit word. The receiver->compactor switch is one persisted boundary
-// word. A column compaction writes the key into the idle buffer, persists
-// it, then persists the compacted word; the pages it frees and the rows it
-// empties follow from that key, so they are recomputed at open (the page
-// allocator is rebuilt from the live rows every time).
+// word. A column compaction writes a record (the key and every compactor
+// row's first live entry) into the idle record buffer, persists it, then
+// persists the compacted word; the pages it frees and the rows it empties
+// follow from that record, so they are recomputed at open (the page
+// allocator is rebuilt from the live rows every time). The record stores
+// positions, not just the key, because keys below a row's start may sit on
+// pages already reused by newer rows and must never be read again.
 //
 // Readers take a ContainerVersion (an immutable snapshot of the rows). Pages
 // freed by a column compaction return to the allocator only when every
@@ -61,7 +69,8 @@
 
 namespace mxfs {
 
-inline constexpr uint32_t kContainerRootPages = 8;
+inline constexpr uint32_t kContainerRootPages = 24;
+inline constexpr uint32_t kCompactionRecordPages = 6;
 inline constexpr uint32_t kContainerRowSlots = 1024;
 inline constexpr uint32_t kMaxCompactedKey = 4096;
 
@@ -190,8 +199,10 @@ class MatrixContainer {
   char* Root() const { return root_; }
   uint64_t* BoundaryWord() const { return reinterpret_cast<uint64_t*>(root_ + 64); }
   uint64_t* CompactedWord() const { return reinterpret_cast<uint64_t*>(root_ + 128); }
-  char* KeyBuffer(int i) const { return root_ + (1 + i) * kPoolPageSize; }
-  uint64_t* SlotLocation(uint32_t s) const { return reinterpret_cast<uint64_t*>(root_ + 3 * kPoolPageSize + s * 16); }
+  char* CompactionRecord(int i) const { return root_ + (1 + i * kCompactionRecordPages) * kPoolPageSize; }
+  uint64_t* SlotLocation(uint32_t s) const {
+    return reinterpret_cast<uint64_t*>(root_ + (1 + 2 * kCompactionRecordPages) * kPoolPageSize + s * 16);
+  }
   uint64_t* SlotCommit(uint32_t s) const { return SlotLocation(s) + 1; }
   char* DataPage(uint32_t p) const { return data_ + uint64_t{p} * kPoolPageSize; }
   std::string Where(uint32_t first_page) const;

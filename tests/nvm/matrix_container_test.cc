@@ -402,3 +402,50 @@ TEST_CASE("MatrixContainer: a full container says Busy and changes nothing", "[p
   f.Reopen();
   CHECK(f.c->GetStats().receiver_rows == static_cast<uint32_t>(rows));
 }
+
+TEST_CASE("MatrixContainer: reads and reopen never look at compacted pages reused by newer rows", "[pm]") {
+  Fixture f(8ull << 20, 1.0);
+  Random rnd(61);
+  Model m;
+  KVs big = RandomRow(&rnd, 20000, 1000000, "big");
+  f.Add(big);
+  m.rows.insert(m.rows.begin(), Model::Row{big, false});
+  REQUIRE(*f.c->SwitchReceiverToCompactor());
+  m.Switch();
+  const RowTable& bt = *f.c->Current()->rows().front().table;
+  const uint32_t data_first = bt.first_page() + bt.meta_pages();
+  REQUIRE(f.c->MarkColumnCompacted("k00600000").ok());
+  m.Compact("k00600000");
+  const uint32_t freed = f.c->Current()->rows().front().freed_data_pages;
+  REQUIRE(freed > 10);
+  CHECK_FALSE(f.c->allocator().IsUsed(data_first));
+  // Fill the container, so newer rows overwrite the freed pages.
+  for (int i = 0;; i++) {
+    KVs kv = RandomRow(&rnd, 2000, 1000000, "n" + std::to_string(i));
+    VectorIterator in(kv);
+    auto id = f.c->AddRow(&in);
+    if (!id) {
+      REQUIRE(id.error().IsBusy());
+      break;
+    }
+    m.rows.insert(m.rows.begin(), Model::Row{kv, false});
+  }
+  CHECK(f.c->allocator().IsUsed(data_first));
+  for (int round = 0; round < 2; round++) {
+    auto all = m.All();
+    {
+      auto it = f.c->NewIterator();
+      size_t n = 0;
+      for (it->SeekToFirst(); it->Valid(); it->Next(), n++) REQUIRE(it->key() == Slice(all[n].first));
+      CHECK(n == all.size());
+    }
+    Random q(round + 1);
+    for (int i = 0; i < 500; i++) {
+      std::string target = RandomTarget(&q, 1000000);
+      f.c->SetSearchMode(true, false);
+      auto hinted = GetVisits(f.c.get(), target);
+      REQUIRE(hinted == m.Get(target));
+    }
+    f.Reopen();
+  }
+}
