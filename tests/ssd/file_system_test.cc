@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -428,4 +429,41 @@ TEST_CASE("FileSystem: io_uring is used when available and each thread gets its 
   Slice got;
   REQUIRE((*g)->Read(0, 10, &got, scratch.data()).ok());
   CHECK(fs->GetStats().uring_ops == uring_ops);  // use_io_uring=false bypasses the ring
+}
+
+namespace {
+
+int CountIoUringFds() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code lec;
+    auto target = std::filesystem::read_symlink(e.path(), lec);
+    if (!lec && target.string().find("io_uring") != std::string::npos) n++;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("FileSystem: a thread's ring is torn down when the thread exits") {
+  if (!IoUringAvailable()) return;  // nothing to tear down on this kernel
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  REQUIRE(WriteFileAtomic(fs.get(), dir.File("f"), "data").ok());
+  auto f = fs->NewRandomAccessFile(dir.File("f"));
+  REQUIRE(f.has_value());
+  const int before = CountIoUringFds();
+  bool read_ok = false;
+  int during = 0;
+  std::thread t([&] {
+    char buf[8];
+    Slice got;
+    read_ok = (*f)->Read(0, 4, &got, buf).ok() && got == Slice("data");
+    during = CountIoUringFds();
+  });
+  t.join();
+  CHECK(read_ok);
+  CHECK(during == before + 1);
+  CHECK(CountIoUringFds() == before);
 }

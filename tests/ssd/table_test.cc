@@ -8,6 +8,7 @@
 
 #include "base/random.h"
 #include "ssd/block_cache.h"
+#include "ssd/fault_injection_fs.h"
 #include "ssd/file_system.h"
 #include "ssd/table.h"
 #include "ssd/table_format.h"
@@ -363,4 +364,61 @@ TEST_CASE("Table: data blocks go through the block cache when one is set") {
   CHECK(cache.Usage() > usage);
   cache.EraseTable(42);
   CHECK(cache.Usage() == 0);
+}
+
+TEST_CASE("Table: read errors from the file layer surface from Get and iterators") {
+  ScratchDir dir;
+  const KV kv = TenThousand();
+  BuildTable(dir.File("t.sst"), kv);
+  FaultInjectionFileSystem fs(DefaultFileSystem());
+  auto file = fs.NewRandomAccessFile(dir.File("t.sst"));
+  REQUIRE(file.has_value());
+  auto size = fs.GetFileSize(dir.File("t.sst"));
+  REQUIRE(size.has_value());
+  auto table = Table::Open(TableOptions{}, std::move(*file), *size, 1);
+  REQUIRE(table.has_value());
+  fs.FailAfter(FaultOp::kRead, 0, EIO);
+  Status s = (*table)->Get(KeyOf(500), [](const Slice&, const Slice&) {});
+  CHECK(s.IsIOError());
+  CHECK(s.message().find(dir.File("t.sst")) != std::string_view::npos);
+  auto it = (*table)->NewIterator();
+  it->SeekToFirst();
+  CHECK_FALSE(it->Valid());
+  CHECK(it->status().IsIOError());
+  fs.ClearFaults();
+  it->SeekToFirst();
+  CHECK_FALSE(it->Valid());  // an iterator that failed stays failed
+  auto fresh = (*table)->NewIterator();
+  fresh->SeekToFirst();
+  CHECK(fresh->Valid());
+}
+
+TEST_CASE("Table: reads through O_DIRECT files give the same answers") {
+  ScratchDir dir;
+  KV kv;
+  for (int i = 0; i < 3000; i++) kv[KeyOf(i)] = ValueOf(i);
+  FileOptions direct;
+  direct.direct_io = true;
+  {
+    auto file = DefaultFileSystem()->NewWritableFile(dir.File("d.sst"), direct);
+    REQUIRE(file.has_value());
+    TableBuilder builder(TableOptions{}, file->get());
+    for (const auto& [k, v] : kv) builder.Add(k, v);
+    REQUIRE(builder.Finish().ok());
+    REQUIRE((*file)->Sync().ok());
+    REQUIRE((*file)->Close().ok());
+    auto size = DefaultFileSystem()->GetFileSize(dir.File("d.sst"));
+    REQUIRE(size.has_value());
+    CHECK(*size == builder.FileSize());
+  }
+  auto file = DefaultFileSystem()->NewRandomAccessFile(dir.File("d.sst"), direct);
+  REQUIRE(file.has_value());
+  auto size = DefaultFileSystem()->GetFileSize(dir.File("d.sst"));
+  REQUIRE(size.has_value());
+  auto table = Table::Open(TableOptions{}, std::move(*file), *size, 1);
+  REQUIRE(table.has_value());
+  CHECK((*table)->VerifyAll().ok());
+  std::string value;
+  REQUIRE((*table)->Get(KeyOf(1234), [&](const Slice&, const Slice& v) { value = v.ToString(); }).ok());
+  CHECK(value == ValueOf(1234));
 }
