@@ -17,6 +17,10 @@ namespace {
 constexpr char kRootMagic[8] = {'M', 'X', 'F', 'S', 'M', 'T', 'R', 'X'};
 constexpr uint32_t kRootVersion = 1;
 constexpr uint64_t kCompactedValid = uint64_t{1} << 31;
+// Root page, two compaction records, the slots: all inside the root pages.
+static_assert(1 + 2 * kCompactionRecordPages + kContainerRowSlots * 16 / kPoolPageSize <= kContainerRootPages);
+// The largest compaction record fits its buffer.
+static_assert(16 + kMaxCompactedKey + 16 * kContainerRowSlots <= kCompactionRecordPages * kPoolPageSize);
 
 // Merges children in comparator order; on equal keys the lower index (the
 // newer row) comes first. Seek may be routed through a positioning function
@@ -330,10 +334,7 @@ Result<std::unique_ptr<MatrixContainer>> MatrixContainer::Open(Pool* pool, const
                                     std::to_string(uint64_t{first} + count) + ") outside the " +
                                     std::to_string(c->data_pages_) + " data pages"));
     }
-    auto t = RowTable::Open(c->row_options_, c->DataPage(first), first, count, id, c->Where(first));
-    if (!t) return Err(t.error());
     RowRef ref;
-    ref.table = *t;
     ref.compactor = id <= c->boundary_;
     if (ref.compactor && v->has_compacted_key_) {
       // The start comes from the record: keys below it may be on reused pages.
@@ -343,6 +344,11 @@ Result<std::unique_ptr<MatrixContainer>> MatrixContainer::Open(Pool* pool, const
                                       " is missing from the committed compaction record"));
       }
       ref.start = e->second;
+    }
+    auto t = RowTable::Open(c->row_options_, c->DataPage(first), first, count, id, c->Where(first), ref.start);
+    if (!t) return Err(t.error());
+    ref.table = *t;
+    if (ref.start > 0) {
       if (ref.start >= ref.table->num_entries()) {
         // Wholly compacted before the crash: finish unlinking it.
         c->pool_->PublishWord(c->SlotCommit(s), 0);

@@ -18,6 +18,11 @@ constexpr uint64_t kWalDataOffset = 4096;
 constexpr uint32_t kTypeData = 1;
 constexpr uint32_t kTypePadding = 2;
 
+// checksum u32, length u32, sequence u64, type u32, zero u32.
+static_assert(kWalRecordHeaderSize == 4 + 4 + 8 + 4 + 4);
+// The head and tail words sit on their own cache lines of the root page.
+static_assert(kWalDataOffset >= 128 + 8);
+
 uint64_t Align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 
 void EncodeRecordHeader(char* h, uint32_t len, uint64_t seq, uint32_t type, const char* payload) {

@@ -21,6 +21,10 @@ namespace {
 
 constexpr uint32_t kFlagUscRecorded = 1;
 constexpr size_t kChecksumOffset = kPoolHeaderSize - 4;
+// The last field before the zero padding is the USC at 88..95.
+static_assert(kPoolHeaderSize == 128 && 88 + 8 <= kChecksumOffset);
+static_assert(2 * kPoolPageSize >= 2 * kPoolHeaderSize, "both header copies fit their pages");
+static_assert(sizeof(PoolUuid) == 16);
 
 std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string Fmt(const char* fmt, ...) {

@@ -14,6 +14,10 @@ namespace {
 
 constexpr char kRowMagic[8] = {'M', 'X', 'F', 'S', 'R', 'O', 'W', '1'};
 constexpr uint32_t kMetaOffset = kRowPageSize;
+// Header fields end at byte 52; the checksum sits in the last 4 bytes.
+static_assert(kRowHeaderSize == 128 && kRowHeaderSize <= kMetaOffset);
+// key off, key len, value off, value len, forward: five u32.
+static_assert(kRowMetaEntrySize == 5 * sizeof(uint32_t));
 
 uint64_t PageAlign(uint64_t n) { return (n + kRowPageSize - 1) / kRowPageSize * kRowPageSize; }
 
@@ -25,7 +29,8 @@ uint32_t RowTable::Field(uint32_t i, uint32_t off) const {
 
 Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& options, const char* base,
                                                        uint32_t first_page, uint32_t page_count,
-                                                       uint64_t expected_row_id, const std::string& where) {
+                                                       uint64_t expected_row_id, const std::string& where,
+                                                       uint32_t live_from) {
   auto bad = [&where](const std::string& what) { return Err(Status::Corruption("RowTable at " + where + ": " + what)); };
   if (std::memcmp(base, kRowMagic, 8) != 0) return bad("bad magic (expected \"MXFSROW1\")");
   uint32_t stored = DecodeFixed32(base + 124), computed = Checksum32(base, 124);
@@ -72,12 +77,12 @@ Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& op
       return bad("entry " + std::to_string(i) + " points outside the data area");
     }
   }
-  if (options.bloom_bits_per_key > 0 && t->n_ > 0) {
-    uint64_t bits = std::max<uint64_t>(64, uint64_t{t->n_} * static_cast<uint64_t>(options.bloom_bits_per_key));
+  if (options.bloom_bits_per_key > 0 && live_from < t->n_) {
+    uint64_t bits = std::max<uint64_t>(64, uint64_t{t->n_ - live_from} * static_cast<uint64_t>(options.bloom_bits_per_key));
     t->bloom_.assign((bits + 63) / 64, 0);
     t->bloom_bits_ = static_cast<uint32_t>(t->bloom_.size() * 64);
     t->bloom_probes_ = std::clamp(static_cast<int>(options.bloom_bits_per_key * 0.69), 1, 30);
-    for (uint32_t i = 0; i < t->n_; i++) {
+    for (uint32_t i = live_from; i < t->n_; i++) {
       uint64_t h = Hash64(t->FilterKey(t->Key(i)));
       uint64_t delta = (h >> 33) | (h << 31);
       for (int j = 0; j < t->bloom_probes_; j++) {

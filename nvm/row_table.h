@@ -58,9 +58,12 @@ class RowTable {
  public:
   // Checks and wraps the row at base (its first byte in PM). Corruption
   // names `where` (pool path and offset), the field, expected and found.
+  // The bloom filter covers entries [live_from, n): keys below a compactor
+  // row's first live entry may sit on reused pages and are not read.
   static Result<std::shared_ptr<const RowTable>> Open(const RowTableOptions& options, const char* base,
                                                       uint32_t first_page, uint32_t page_count,
-                                                      uint64_t expected_row_id, const std::string& where);
+                                                      uint64_t expected_row_id, const std::string& where,
+                                                      uint32_t live_from = 0);
 
   RowTable(const RowTable&) = delete;
   RowTable& operator=(const RowTable&) = delete;
