@@ -29,6 +29,9 @@
 #             shown separately as "incl. WAL".
 # Stall time: kvbench's "Stall time:" line (matrixkv.stall-micros);
 #             RocksDB's rocksdb.stall.micros ticker.
+# L0 at end of fill: files and bytes in L0 when fillrandom returned
+#             (matrixkv.levels; RocksDB's compaction stats), i.e. the
+#             compaction backlog that a low write amplification may hide.
 #
 # Usage: tools/bench/kv_vs_rocksdb.sh [options]
 #   --num N                       keys written by fillrandom (500000)
@@ -265,6 +268,9 @@ for p in P50 P99 P99.9; do
 done
 row "write amplification (end of fill)" "$kv_wa" "$r_wa (incl. WAL $r_wa_wal)" "$(ratio "$kv_wa" "$r_wa")"
 row "stall time during fill (s)" "$kv_stall" "$r_stall_s" ""
+kv_l0=$(awk '$1 == "L0" && NF == 3 && $3 ~ /^[0-9]+$/ { printf "%d files, %.1f MB", $2, $3 / 1048576; exit }' "$kf")
+r_l0=$(awk '$1 == "L0" && $2 ~ /\// { split($2, a, "/"); printf "%d files, %s %s", a[1], $3, $4; exit }' "$rf")
+row "L0 at end of fill (backlog)" "$kv_l0" "$r_l0" ""
 row "DB size after fill (MB)" "$(mb "$kv_size")" "$(mb "$r_size")" "$(ratio "$kv_size" "$r_size")"
 row "readrandom ops/s" "$kro" "$rro" "$(ratio "$kro" "$rro")"
 row "readrandom MB/s" "$krm" "$rrm" "$(ratio "$krm" "$rrm")"
