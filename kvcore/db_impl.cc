@@ -880,7 +880,7 @@ void DBImpl::DeleteObsoleteFiles(std::unique_lock<std::mutex>& l) {
   const uint64_t log_number = versions_->LogNumber();
   const uint64_t manifest_number = versions_->ManifestFileNumber();
   // Files numbered from here on were created after this snapshot of the live set.
-  const uint64_t next_number = versions_->NewFileNumber();
+  const uint64_t next_number = versions_->PeekNextFileNumber();
   l.unlock();
   auto children = ctx_.fs->GetChildren(ctx_.dbname);
   if (children) {
@@ -968,6 +968,8 @@ Status DBImpl::Close() {
   if (flush_thread_.joinable()) flush_thread_.join();
   if (compact_thread_.joinable()) compact_thread_.join();
   l.lock();
+  // Background work is over: sweep what its last versions left behind.
+  DeleteObsoleteFiles(l);
   Status s;
   if (log_) {
     s = log_->Sync();

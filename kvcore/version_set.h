@@ -126,6 +126,7 @@ class VersionSet {
 
   std::shared_ptr<Version> current() const { return current_; }
   uint64_t NewFileNumber() { return next_file_number_++; }
+  uint64_t PeekNextFileNumber() const { return next_file_number_; }
   void MarkFileNumberUsed(uint64_t n) {
     if (next_file_number_ <= n) next_file_number_ = n + 1;
   }

@@ -257,8 +257,12 @@ TEST_CASE("DB: a second Open of one path fails naming the LOCK") {
   // Another process is refused too.
   pid_t pid = fork();
   if (pid == 0) {
-    auto other = DB::Open(SmallOptions(), path);
-    _exit(!other.has_value() && other.error().message().find("LOCK") != std::string_view::npos ? 0 : 1);
+    bool refused = false;
+    mxfs::testing::RunInFreshThread([&] {
+      auto other = DB::Open(SmallOptions(), path);
+      refused = !other.has_value() && other.error().message().find("LOCK") != std::string_view::npos;
+    });
+    _exit(refused ? 0 : 1);
   }
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
@@ -291,8 +295,11 @@ TEST_CASE("DB: an unreadable directory is refused naming it") {
   if (pid == 0) {
     close(fds[0]);
     if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(2);
-    auto db = DB::Open(SmallOptions(), path);
-    std::string msg = db.has_value() ? "OPENED" : db.error().ToString();
+    std::string msg;
+    mxfs::testing::RunInFreshThread([&] {
+      auto db = DB::Open(SmallOptions(), path);
+      msg = db.has_value() ? "OPENED" : db.error().ToString();
+    });
     (void)!write(fds[1], msg.data(), msg.size());
     _exit(0);
   }

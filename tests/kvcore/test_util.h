@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace mxfs::testing {
@@ -55,6 +56,16 @@ inline std::vector<std::string> FilesMatching(const std::string& dir, const std:
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// Runs fn on a new thread and waits. A forked child does its database work
+// this way: the file layer keeps one io_uring per thread, and the ring of the
+// thread that called fork() is shared with the parent, so the child must not
+// submit on it.
+template <typename Fn>
+void RunInFreshThread(Fn&& fn) {
+  std::thread t(std::forward<Fn>(fn));
+  t.join();
 }
 
 }  // namespace mxfs::testing
