@@ -70,6 +70,9 @@ constexpr double kCompressionRatio = 0.5;  // db_bench's --compression_ratio def
 
 // ---------------------------------------------------------------- flags
 
+// The command-line flags, with db_bench's defaults where db_bench has the
+// flag. Thread-safety: written by ParseFlags before any thread starts, then
+// read-only.
 struct Flags {
   std::string benchmarks = "fillrandom,readrandom,stats";
   int64_t num = 1000000;
@@ -114,6 +117,8 @@ struct Flags {
 
 enum class FlagType { kBool, kInt, kUint, kDouble, kString };
 
+// One row of the flag table: name, type, where the value goes, help text.
+// Thread-safety: a value type.
 struct FlagSpec {
   const char* name;
   FlagType type;
@@ -349,6 +354,7 @@ void GenerateKey(uint64_t v, char* key, size_t size) {
 }
 
 // Printable, half-compressible value bytes (see the top of this file).
+// Thread-safety: not thread-safe; one per benchmark thread.
 class ValueGenerator {
  public:
   explicit ValueGenerator(size_t value_size) {
@@ -375,6 +381,7 @@ class ValueGenerator {
   size_t pos_ = 0;
 };
 
+// Closes a stdio FILE; the deleter of FilePtr. Thread-safety: stateless.
 struct FileCloser {
   void operator()(FILE* f) const { std::fclose(f); }
 };
@@ -548,6 +555,8 @@ struct SharedState {
   ReporterAgent* reporter = nullptr;
 };
 
+// What one benchmark thread owns. Thread-safety: used by that thread only
+// (shared points to the rendezvous, which has its own lock).
 struct ThreadState {
   ThreadState(int index, uint64_t seed) : tid(index), rand(seed) {}
   int tid;
@@ -597,6 +606,7 @@ bool ReadNumberProperty(DB* db, std::string_view name, uint64_t* out) {
 }
 
 // The engine counters that the write-effect lines are computed from.
+// Thread-safety: a value type.
 struct EngineCounters {
   bool have_ssd = false, have_user = false, have_stall = false;
   uint64_t ssd = 0, user = 0, stall = 0;
@@ -612,6 +622,11 @@ EngineCounters ReadCounters(DB* db) {
 
 // ---------------------------------------------------------------- benchmark
 
+// Runs the --benchmarks list against one DB, as db_bench's Benchmark does:
+// opens (and for fill benchmarks first destroys) the DB, starts the threads
+// of each benchmark, merges and prints their Stats.
+// Thread-safety: Run is called once from main; the benchmark methods run on
+// the worker threads and touch only the DB and their ThreadState.
 class Benchmark {
  public:
   explicit Benchmark(const Flags& flags) : flags_(flags) {}

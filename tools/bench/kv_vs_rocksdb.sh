@@ -255,7 +255,8 @@ if grep -q 'Assertions are enabled' "$rf"; then
   echo "note: this db_bench build has assertions enabled (it prints so); RocksDB pays for them here."
 fi
 echo "ran $started .. $finished in $dir ($(df -PT "$dir" | awk 'NR==2 {print $2}')) on $(nproc) CPUs;"
-echo "repository at $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown); kvbench binary $kvbench built $(date -u -r "$kvbench" '+%H:%M UTC')."
+dirty=$(git -C "$repo" status --porcelain -- base ssd nvm kvcore tools/kvbench.cc 2>/dev/null | wc -l)
+echo "repository at $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown) ($dirty uncommitted engine files); kvbench binary $kvbench built $(date -u -r "$kvbench" '+%H:%M UTC')."
 echo "load average (1, 5, 15 min) before: $load_before, after: $load_after."
 echo "other processes at >= 5% CPU before: $busy_before; after: $busy_after."
 echo
