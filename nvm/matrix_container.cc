@@ -465,8 +465,10 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it) {
     id = next_row_id_;
     if (id > UINT32_MAX) return Err(Status::NotSupported("matrix container: row ids exhausted"));
   }
+  // cur pins prev's pages while the merge pass reads its live keys.
   const RowTable* prev = cur->rows_.empty() ? nullptr : cur->rows_.front().table.get();
-  auto img = builder.Finish(id, prev);
+  const uint32_t prev_start = cur->rows_.empty() ? 0 : cur->rows_.front().start;
+  auto img = builder.Finish(id, prev, prev_start);
   if (!img) return Err(img.error());
   const uint32_t npages = static_cast<uint32_t>(img->size() / kPoolPageSize);
   auto first = allocator_->Allocate(npages);

@@ -145,7 +145,7 @@ uint32_t RowTableBuilder::PagesNeeded() const {
   return static_cast<uint32_t>(PageAlign(data_off + data_.size()) / kRowPageSize);
 }
 
-Result<std::string> RowTableBuilder::Finish(uint64_t row_id, const RowTable* prev) const {
+Result<std::string> RowTableBuilder::Finish(uint64_t row_id, const RowTable* prev, uint32_t prev_start) const {
   if (entries_.empty()) return Err(Status::InvalidArgument("RowTable with no entries"));
   const uint64_t meta_bytes = entries_.size() * kRowMetaEntrySize;
   const uint64_t data_off = PageAlign(kMetaOffset + meta_bytes);
@@ -157,8 +157,8 @@ Result<std::string> RowTableBuilder::Finish(uint64_t row_id, const RowTable* pre
   char* p = img.data();
   std::memcpy(p + data_off, data_.data(), data_.size());
   char* meta = p + kMetaOffset;
-  uint32_t j = 0;  // merge cursor in prev
   const uint32_t pn = prev ? prev->num_entries() : 0;
+  uint32_t j = std::min(prev_start, pn);  // merge cursor in prev
   for (size_t i = 0; i < entries_.size(); i++) {
     const Entry& e = entries_[i];
     uint32_t ko = static_cast<uint32_t>(data_off + e.key_off);

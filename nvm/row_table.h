@@ -153,9 +153,12 @@ class RowTableBuilder {
   // Pages the image will take.
   uint32_t PagesNeeded() const;
   // The image. prev: the next older row (nullptr if none); its forward
-  // pointers are computed by one merge pass. InvalidArgument if the row
-  // would exceed 4 GiB (offsets are 32-bit) or has no entries.
-  Result<std::string> Finish(uint64_t row_id, const RowTable* prev) const;
+  // pointers are computed by one merge pass over prev's entries from
+  // prev_start on (a compactor row's earlier keys may be on reused pages and
+  // are not read; pointers below prev_start read as prev_start, which is
+  // what a search clamped to prev's live entries needs). InvalidArgument if
+  // the row would exceed 4 GiB (offsets are 32-bit) or has no entries.
+  Result<std::string> Finish(uint64_t row_id, const RowTable* prev, uint32_t prev_start = 0) const;
 
  private:
   struct Entry {
