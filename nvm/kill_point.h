@@ -4,11 +4,12 @@
 // costs one getenv. Crash tests fork a child, set MXFS_KILL_AT in it, run an
 // operation, and reopen the pool in the parent after the child died.
 //
-// Names used in nvm/: pool.*, wal.mid_append, wal.before_tail,
-// wal.after_tail, rowtable.mid_copy, rowtable.after_copy,
-// rowtable.before_commit, rowtable.after_commit, container.before_switch,
-// container.after_switch, column.before_free, column.after_free,
-// column.after_unlink.
+// Names used in nvm/: pool.between_headers, wal.mid_append (half the
+// payload copied), wal.before_tail, wal.after_tail, rowtable.mid_copy (half
+// the image copied), rowtable.after_copy, rowtable.before_commit,
+// rowtable.after_commit, container.before_switch, container.after_switch,
+// column.before_commit, column.before_free, column.after_unlink,
+// column.after_free. Other layers add their own ("<layer>.<place>").
 //
 // Thread-safety: thread-safe (reads the environment only).
 #pragma once
