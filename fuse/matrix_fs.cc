@@ -1595,9 +1595,23 @@ void MatrixFs::ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, f
   Count(kOpReadDir);
   DirHandle* h = GetHandle(fi->fh);
   if (h == nullptr) return (void)fuse_reply_err(req, EBADF);
-  std::lock_guard<std::mutex> hl(h->mu);
   std::string buf(size, '\0');
   size_t pos = 0;
+  Status s;
+  {
+    // The handle's lock is released before the reply: the kernel may send
+    // RELEASEDIR (which frees the handle) as soon as it has the reply.
+    std::lock_guard<std::mutex> hl(h->mu);
+    s = FillDir(req, ino, size, off, h, plus, &buf, &pos);
+  }
+  if (!s.ok() && pos == 0) return ReplyStatus(req, s);
+  fuse_reply_buf(req, buf.data(), pos);
+}
+
+Status MatrixFs::FillDir(fuse_req_t req, uint64_t ino, size_t size, off_t off, DirHandle* h, bool plus,
+                         std::string* out, size_t* out_pos) {
+  std::string& buf = *out;
+  size_t& pos = *out_pos;
   bool full = false;
   // Adds one entry; false (and full) when it does not fit.
   auto add = [&](const char* name, const fuse_entry_param& e, uint64_t next_off) -> bool {
@@ -1644,10 +1658,7 @@ void MatrixFs::ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, f
   for (; o < nsynth; ++o) {
     if (!add(synth[o].first.c_str(), synth[o].second, o + 1)) break;
   }
-  if (full || IsVirtual(ino)) {
-    fuse_reply_buf(req, buf.data(), pos);
-    return;
-  }
+  if (full || IsVirtual(ino)) return Status::OK();
 
   std::string prefix = DentryPrefix(ino);
   auto it = db_->NewIterator(ReadOptions());
@@ -1711,9 +1722,8 @@ void MatrixFs::ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, f
     ++next_off;
   }
   if (s.ok()) s = it->status();
-  if (!s.ok() && pos == 0) return ReplyStatus(req, s);
   if (batch.size() > (have_anchor ? 1u : 0u)) h->last = std::move(batch);
-  fuse_reply_buf(req, buf.data(), pos);
+  return s;
 }
 
 void MatrixFs::ReleaseDir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {

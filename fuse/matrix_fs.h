@@ -185,6 +185,8 @@ class MatrixFs {
   Status DoRemove(fuse_req_t req, uint64_t parent, const std::string& name, bool dir);
   Status DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, int to_set, InodeAttr* out);
   Status DoWrite(uint64_t ino, const char* buf, size_t size, uint64_t off);
+  Status FillDir(fuse_req_t req, uint64_t ino, size_t size, off_t off, DirHandle* h, bool plus,
+                 std::string* buf, size_t* pos);
   void FillEntry(uint64_t ino, const InodeAttr& a, fuse_entry_param* e) const;
   void FillStat(uint64_t ino, const InodeAttr& a, struct stat* st) const;
   Status CheckSticky(fuse_req_t req, const InodeAttr& dir, const InodeAttr& victim) const;

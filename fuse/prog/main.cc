@@ -180,6 +180,7 @@ int Serve(const Args& a, int report_fd) {
   for (auto& s : sargs) argv.push_back(s.data());
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
   fuse_session* se = fuse_session_new(&args, &MatrixFs::Ops(), sizeof(fuse_lowlevel_ops), fs->get());
+  fuse_opt_free_args(&args);
   if (se == nullptr) {
     Report(report_fd, "cannot create the FUSE session (bad mount options: " + opts + ")");
     return 1;
