@@ -63,7 +63,7 @@ $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -c -o $@ $<
 
-MODULES := base ssd nvm kvcore fuse mkfs tools tests
+MODULES := base ssd nvm kvcore fuse mkfs tools tests tests/fuzz
 include $(patsubst %,%/module.mk,$(MODULES))
 
 .PHONY: all deps test run clean check-deps install
@@ -71,7 +71,7 @@ all: $(ALL_BINS)
 
 # Installs, as root, the Debian packages that are missing. Nothing happens
 # when everything is present, so it is cheap to call before every build.
-DEB_PKGS := g++ make pkg-config libfuse3-dev fuse3 libpmem2-dev liburing-dev libxxhash-dev catch2 fio
+DEB_PKGS := g++ make pkg-config libfuse3-dev fuse3 libpmem2-dev liburing-dev libxxhash-dev catch2 fio git rsync tar gcc
 deps:
 	@./tools/install-deps.sh $(DEB_PKGS)
 
