@@ -443,7 +443,14 @@ Result<bool> MatrixContainer::SwitchReceiverToCompactor() {
   return MaybeSwitchLocked(true);
 }
 
-Result<uint64_t> MatrixContainer::AddRow(Iterator* it) {
+uint64_t MatrixContainer::MaxRowSequence() const {
+  auto v = Current();
+  uint64_t m = 0;
+  for (const RowRef& r : v->rows_) m = std::max(m, r.table->max_sequence());
+  return m;
+}
+
+Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence) {
   std::lock_guard<std::mutex> fl(flush_mu_);
   RowTableBuilder builder(options_.comparator);
   std::string last;
@@ -468,7 +475,7 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it) {
   // cur pins prev's pages while the merge pass reads its live keys.
   const RowTable* prev = cur->rows_.empty() ? nullptr : cur->rows_.front().table.get();
   const uint32_t prev_start = cur->rows_.empty() ? 0 : cur->rows_.front().start;
-  auto img = builder.Finish(id, prev, prev_start);
+  auto img = builder.Finish(id, prev, prev_start, max_sequence);
   if (!img) return Err(img.error());
   const uint32_t npages = static_cast<uint32_t>(img->size() / kPoolPageSize);
   auto first = allocator_->Allocate(npages);

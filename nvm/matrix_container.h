@@ -154,9 +154,14 @@ class MatrixContainer {
 
   // Flush: the entries of it (from SeekToFirst, strictly increasing) become
   // a new receiver row, durable and visible when this returns. Returns the
-  // row id. Busy when the container has no room (wait for column
-  // compaction); the container is unchanged then.
-  Result<uint64_t> AddRow(Iterator* it);
+  // row id. max_sequence is stored in the row's header (kvcore: the highest
+  // sequence number in the memtable; see MaxRowSequence). Busy when the
+  // container has no room (wait for column compaction); the container is
+  // unchanged then.
+  Result<uint64_t> AddRow(Iterator* it, uint64_t max_sequence = 0);
+  // The highest max_sequence of any live row (0 if none): after a crash,
+  // WAL records at or below it are already in the container.
+  uint64_t MaxRowSequence() const;
 
   // Makes the receiver the compactor if the compactor is empty and the
   // receiver is not (AddRow and MarkColumnCompacted call it automatically

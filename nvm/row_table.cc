@@ -49,6 +49,7 @@ Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& op
   uint32_t meta_off = DecodeFixed32(base + 32), meta_bytes = DecodeFixed32(base + 36);
   t->data_offset_ = DecodeFixed32(base + 40);
   t->data_bytes_ = DecodeFixed32(base + 44);
+  t->max_sequence_ = DecodeFixed64(base + 56);
   if (t->row_id_ != expected_row_id) {
     return bad("row id " + std::to_string(t->row_id_) + ", the container root expects " + std::to_string(expected_row_id));
   }
@@ -145,7 +146,8 @@ uint32_t RowTableBuilder::PagesNeeded() const {
   return static_cast<uint32_t>(PageAlign(data_off + data_.size()) / kRowPageSize);
 }
 
-Result<std::string> RowTableBuilder::Finish(uint64_t row_id, const RowTable* prev, uint32_t prev_start) const {
+Result<std::string> RowTableBuilder::Finish(uint64_t row_id, const RowTable* prev, uint32_t prev_start,
+                                            uint64_t max_sequence) const {
   if (entries_.empty()) return Err(Status::InvalidArgument("RowTable with no entries"));
   const uint64_t meta_bytes = entries_.size() * kRowMetaEntrySize;
   const uint64_t data_off = PageAlign(kMetaOffset + meta_bytes);
@@ -181,6 +183,7 @@ Result<std::string> RowTableBuilder::Finish(uint64_t row_id, const RowTable* pre
   EncodeFixed32(p + 40, static_cast<uint32_t>(data_off));
   EncodeFixed32(p + 44, static_cast<uint32_t>(data_.size()));
   EncodeFixed32(p + 48, Checksum32(meta, meta_bytes));
+  EncodeFixed64(p + 56, max_sequence);
   EncodeFixed32(p + 124, Checksum32(p, 124));
   return img;
 }

@@ -11,7 +11,9 @@
 //     32 u32 metadata offset (4096)   36 u32 metadata bytes (20 * count)
 //     40 u32 data offset (page aligned, after the metadata)
 //     44 u32 data bytes           48 u32 Checksum32 of the metadata array
-//     52..123 zero                124 u32 Checksum32 of bytes 0..123
+//     52 u32 zero                 56 u64 max sequence (the flusher's tag:
+//        kvcore stores the highest sequence number in the row)
+//     64..123 zero                124 u32 Checksum32 of bytes 0..123
 //   metadata array: entry i is 20 bytes, entries sorted by key:
 //     0 u32 key offset   4 u32 key length   8 u32 value offset
 //     12 u32 value length
@@ -77,6 +79,7 @@ class RowTable {
   uint32_t meta_pages() const { return data_offset_ / kRowPageSize; }
   uint32_t data_pages() const { return page_count_ - meta_pages(); }
   uint64_t data_bytes() const { return data_bytes_; }
+  uint64_t max_sequence() const { return max_sequence_; }
 
   Slice Key(uint32_t i) const { return Slice(base_ + Field(i, 0), Field(i, 4)); }
   Slice Value(uint32_t i) const { return Slice(base_ + Field(i, 8), Field(i, 12)); }
@@ -109,6 +112,7 @@ class RowTable {
   const char* meta_ = nullptr;
   uint64_t row_id_ = 0;
   uint64_t prev_row_id_ = 0;
+  uint64_t max_sequence_ = 0;
   uint32_t n_ = 0;
   uint32_t first_page_ = 0;
   uint32_t page_count_ = 0;
@@ -158,7 +162,8 @@ class RowTableBuilder {
   // are not read; pointers below prev_start read as prev_start, which is
   // what a search clamped to prev's live entries needs). InvalidArgument if
   // the row would exceed 4 GiB (offsets are 32-bit) or has no entries.
-  Result<std::string> Finish(uint64_t row_id, const RowTable* prev, uint32_t prev_start = 0) const;
+  Result<std::string> Finish(uint64_t row_id, const RowTable* prev, uint32_t prev_start = 0,
+                             uint64_t max_sequence = 0) const;
 
  private:
   struct Entry {

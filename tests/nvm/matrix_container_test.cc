@@ -526,3 +526,20 @@ TEST_CASE("MatrixContainer: readers see consistent rows while flushes and column
   for (const RowRef& r : f.c->Current()->rows()) live += r.table->page_count() - r.freed_data_pages;
   CHECK(f.c->GetStats().pages_used == live);
 }
+
+TEST_CASE("MatrixContainer: each row keeps the max sequence its flusher gave it", "[pm]") {
+  Fixture f;
+  Random rnd(81);
+  CHECK(f.c->MaxRowSequence() == 0);
+  VectorIterator a(RandomRow(&rnd, 100, 10000, "a"));
+  REQUIRE(f.c->AddRow(&a, 500).has_value());
+  VectorIterator b(RandomRow(&rnd, 100, 10000, "b"));
+  REQUIRE(f.c->AddRow(&b, 900).has_value());
+  CHECK(f.c->MaxRowSequence() == 900);
+  f.Reopen();
+  CHECK(f.c->MaxRowSequence() == 900);
+  auto v = f.c->Current();
+  REQUIRE(v->rows().size() == 2);
+  CHECK(v->rows()[0].table->max_sequence() == 900);
+  CHECK(v->rows()[1].table->max_sequence() == 500);
+}
