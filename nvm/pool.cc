@@ -13,6 +13,7 @@
 
 #include "base/coding.h"
 #include "base/hash.h"
+#include "base/logging.h"
 #include "nvm/kill_point.h"
 
 namespace mxfs {
@@ -266,6 +267,21 @@ Result<std::unique_ptr<Pool>> Pool::Open(const std::string& path, const PoolOpen
     p.CopyNoDrain(bad, std::span<const char>(good, kPoolHeaderSize));
     p.Drain();
     p.repaired_header_ = true;
+  }
+  if (h.usc_recorded && p.device_usc_ && *p.device_usc_ != h.unsafe_shutdown_count) {
+    // The device lost power without flushing its caches since the count was
+    // recorded: the last writes before that may be torn. Say so, then record
+    // the new count (primary, then backup) so it is reported once.
+    p.unsafe_shutdown_detected_ = true;
+    MXFS_LOG_WARN("pool %s: unsafe shutdown detected (device count %" PRIu64 ", recorded %" PRIu64 ")", path.c_str(),
+                  *p.device_usc_, h.unsafe_shutdown_count);
+    h.unsafe_shutdown_count = *p.device_usc_;
+    char raw[kPoolHeaderSize];
+    EncodePoolHeader(h, raw);
+    p.CopyNoDrain(p.base_, std::span<const char>(raw));
+    p.Drain();
+    p.CopyNoDrain(p.base_ + kPoolPageSize, std::span<const char>(raw));
+    p.Drain();
   }
   p.header_ = h;
   return pool;

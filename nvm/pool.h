@@ -114,6 +114,9 @@ class Pool {
   // The device's unsafe-shutdown count now, if it has one (compare with
   // header().unsafe_shutdown_count to detect an unsafe shutdown).
   std::optional<uint64_t> device_usc() const { return device_usc_; }
+  // True if Open found the device's unsafe-shutdown count changed since it
+  // was recorded (the header now holds the new count).
+  bool unsafe_shutdown_detected() const { return unsafe_shutdown_detected_; }
   // True if the primary header was bad and was rebuilt from the backup at Open.
   bool repaired_header() const { return repaired_header_; }
 
@@ -168,6 +171,7 @@ class Pool {
   PoolHeader header_;
   bool repaired_header_ = false;
   std::optional<uint64_t> device_usc_;
+  bool unsafe_shutdown_detected_ = false;
 };
 
 // "0123abcd-...": the UUID in the usual 8-4-4-4-12 form.

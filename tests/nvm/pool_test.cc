@@ -53,6 +53,8 @@ TEST_CASE("Pool: create then reopen keeps the header", "[pm]") {
   CHECK((*p)->header().creation_time_ns > 0);
   CHECK(std::memcmp((*p)->At((*p)->header().container_offset), "hello", 5) == 0);
   CHECK_FALSE((*p)->repaired_header());
+  CHECK_FALSE((*p)->device_usc().has_value());  // recorded as "none"
+  CHECK_FALSE((*p)->unsafe_shutdown_detected());
 }
 
 TEST_CASE("Pool: granularity follows PMEM2_FORCE_GRANULARITY", "[pm]") {
