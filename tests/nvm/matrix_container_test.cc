@@ -543,3 +543,40 @@ TEST_CASE("MatrixContainer: each row keeps the max sequence its flusher gave it"
   CHECK(v->rows()[0].table->max_sequence() == 900);
   CHECK(v->rows()[1].table->max_sequence() == 500);
 }
+
+namespace {
+// Bytewise order that counts its comparisons.
+class CountingComparator final : public Comparator {
+ public:
+  int Compare(const Slice& a, const Slice& b) const override {
+    count++;
+    return a.compare(b);
+  }
+  const char* Name() const override { return "test.Counting"; }
+  void FindShortestSeparator(std::string*, const Slice&) const override {}
+  void FindShortSuccessor(std::string*) const override {}
+  mutable uint64_t count = 0;
+};
+}  // namespace
+
+TEST_CASE("MatrixContainer: hints narrow the search in older rows to a few comparisons", "[pm]") {
+  CountingComparator cmp;
+  Fixture f;
+  f.options.comparator = &cmp;
+  f.options.use_blooms = false;
+  f.Reopen();
+  Random rnd(91);
+  for (int i = 0; i < 12; i++) f.Add(RandomRow(&rnd, 4000, 40000, "h" + std::to_string(i)));
+  uint64_t counts[2];
+  for (int hints = 0; hints < 2; hints++) {
+    f.c->SetSearchMode(hints == 1, false);
+    Random q(5);
+    cmp.count = 0;
+    for (int i = 0; i < 2000; i++) f.c->Get(RandomTarget(&q, 40000), [](const Slice&, const Slice&) { return false; });
+    counts[hints] = cmp.count;
+  }
+  INFO("full search: " << counts[0] << " comparisons, hinted: " << counts[1]);
+  // Full search: ~12 comparisons per row; hinted: ~12 in the newest row,
+  // then a window of a few entries per older row.
+  CHECK(counts[1] * 2 < counts[0]);
+}
