@@ -128,6 +128,7 @@ struct DBImpl::Writer {
 struct DBImpl::ManualCompaction {
   int level = 0;
   bool done = false;
+  bool in_progress = false;  // the compaction thread is working on it (mu_)
   const InternalKey* begin = nullptr;
   const InternalKey* end = nullptr;
   InternalKey tmp_storage;
@@ -472,6 +473,7 @@ Status DBImpl::WriteImpl(const WriteOptions& options, WriteBatch* batch) {
     if (ready == last_writer) break;
   }
   if (!writers_.empty()) writers_.front()->cv.notify_one();
+  else bg_cv_.notify_all();  // Close waits for the queue to drain
   return s;
 }
 
@@ -697,6 +699,7 @@ Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
   std::unique_ptr<Compaction> c;
   InternalKey manual_end;
   if (m != nullptr) {
+    m->in_progress = true;
     c = versions_->CompactRange(m->level, m->begin, m->end);
     m->done = c == nullptr;
     if (c) manual_end = c->inputs(0).back()->largest;
@@ -732,6 +735,7 @@ Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
       m->begin = &m->tmp_storage;
     }
     manual_ = nullptr;
+    m->in_progress = false;
   }
   if (s.ok()) DeleteObsoleteFiles(l);
   return s;
@@ -950,6 +954,8 @@ Status DBImpl::CompactRange(const Slice* begin, const Slice* end) {
       }
       bg_cv_.wait(l);
     }
+    // m lives on this stack: the compaction thread must be done with it.
+    bg_cv_.wait(l, [&] { return !m.in_progress; });
     if (manual_ == &m) manual_ = nullptr;
     MXFS_RETURN_IF_ERROR(WritableStatus());
   }
@@ -960,7 +966,8 @@ Status DBImpl::Close() {
   std::unique_lock<std::mutex> l(mu_);
   if (!opened_ || closed_) return Status::InvalidArgument("database " + ctx_.dbname + " is already closed");
   // Let queued writers finish, then refuse new ones.
-  bg_cv_.wait(l, [this] { return writers_.empty() || !bg_error_.ok(); });
+  // (After a background error they fail fast, so this still ends.)
+  bg_cv_.wait(l, [this] { return writers_.empty(); });
   closed_ = true;
   shutting_down_ = true;
   bg_cv_.notify_all();

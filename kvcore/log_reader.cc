@@ -1,5 +1,6 @@
 #include "kvcore/log_reader.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/coding.h"
@@ -15,7 +16,9 @@ Status LogReader::Fill(size_t n) {
   }
   std::string chunk;
   while (Available() < n && !eof_) {
-    const size_t want = std::max<size_t>(n - Available(), 64 * 1024);
+    // Read in bounded chunks: n comes from a length field that may be
+    // corrupt (up to 4 GiB), and the file ends long before that.
+    const size_t want = std::clamp<size_t>(n - Available(), 64 * 1024, 1 << 20);
     chunk.resize(want);
     Slice got;
     Status s = file_->Read(want, &got, chunk.data());
