@@ -1,5 +1,7 @@
 #include "kvcore/db_impl.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -193,6 +195,9 @@ Status DBImpl::Open() {
   opened_ = true;
   flush_thread_ = std::thread([this] { FlushThreadMain(); });
   compact_thread_ = std::thread([this] { CompactThreadMain(); });
+  // Named from here too, so the names are visible as soon as Open returns.
+  pthread_setname_np(flush_thread_.native_handle(), "mxfs-flush");
+  pthread_setname_np(compact_thread_.native_handle(), "mxfs-compact");
   DeleteObsoleteFiles(l);
   bg_cv_.notify_all();
   return Status::OK();

@@ -1,0 +1,163 @@
+// Merging iterator and DB iterator over memtables: snapshots, deletions and
+// direction changes, without the rest of the engine.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "base/random.h"
+#include "kvcore/db_iter.h"
+#include "kvcore/dbformat.h"
+#include "kvcore/include/db.h"
+#include "kvcore/memtable.h"
+#include "kvcore/merger.h"
+#include "tests/kvcore/test_util.h"
+
+using namespace mxfs;
+
+namespace {
+
+const InternalKeyComparator kIcmp(BytewiseComparator());
+
+std::shared_ptr<MemTable> NewMem() { return std::make_shared<MemTable>(kIcmp); }
+
+std::unique_ptr<Iterator> DbIterOver(const std::vector<std::shared_ptr<MemTable>>& mems, SequenceNumber seq) {
+  std::vector<std::unique_ptr<Iterator>> children;
+  for (const auto& m : mems) children.push_back(m->NewIterator());
+  return NewDBIterator(BytewiseComparator(), NewMergingIterator(&kIcmp, std::move(children)), seq);
+}
+
+std::string Forward(Iterator* it) {
+  std::string r;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) r += it->key().ToString() + "=" + it->value().ToString() + " ";
+  return r;
+}
+
+std::string Backward(Iterator* it) {
+  std::string r;
+  for (it->SeekToLast(); it->Valid(); it->Prev()) r += it->key().ToString() + "=" + it->value().ToString() + " ";
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("MergingIterator: yields the union of children in internal-key order") {
+  auto a = NewMem(), b = NewMem(), c = NewMem();
+  a->Add(1, kTypeValue, "a", "1");
+  b->Add(2, kTypeValue, "a", "2");
+  c->Add(3, kTypeValue, "b", "3");
+  a->Add(4, kTypeDeletion, "c", "");
+  b->Add(5, kTypeValue, "c", "5");
+  std::vector<std::unique_ptr<Iterator>> children;
+  children.push_back(a->NewIterator());
+  children.push_back(b->NewIterator());
+  children.push_back(c->NewIterator());
+  auto it = NewMergingIterator(&kIcmp, std::move(children));
+  std::vector<std::string> keys;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) keys.push_back(InternalKeyToString(it->key()));
+  CHECK(keys == std::vector<std::string>{"a@2:put", "a@1:put", "b@3:put", "c@5:put", "c@4:del"});
+  // Backward after forward, switching direction mid-way.
+  it->Seek(InternalKey("b", kMaxSequenceNumber, kValueTypeForSeek).Encode());
+  REQUIRE(it->Valid());
+  CHECK(InternalKeyToString(it->key()) == "b@3:put");
+  it->Prev();
+  CHECK(InternalKeyToString(it->key()) == "a@1:put");
+  it->Prev();
+  CHECK(InternalKeyToString(it->key()) == "a@2:put");
+  it->Next();
+  CHECK(InternalKeyToString(it->key()) == "a@1:put");
+  it->Next();
+  CHECK(InternalKeyToString(it->key()) == "b@3:put");
+}
+
+TEST_CASE("DBIter: hides deletions and older versions, honours the snapshot sequence") {
+  auto older = NewMem(), newer = NewMem();
+  older->Add(1, kTypeValue, "a", "a1");
+  older->Add(2, kTypeValue, "b", "b2");
+  older->Add(3, kTypeValue, "c", "c3");
+  newer->Add(4, kTypeDeletion, "b", "");
+  newer->Add(5, kTypeValue, "a", "a5");
+  newer->Add(6, kTypeValue, "d", "d6");
+  newer->Add(7, kTypeDeletion, "c", "");
+  auto latest = DbIterOver({newer, older}, 7);
+  CHECK(Forward(latest.get()) == "a=a5 d=d6 ");
+  CHECK(Backward(latest.get()) == "d=d6 a=a5 ");
+  auto at3 = DbIterOver({newer, older}, 3);
+  CHECK(Forward(at3.get()) == "a=a1 b=b2 c=c3 ");
+  CHECK(Backward(at3.get()) == "c=c3 b=b2 a=a1 ");
+  auto at5 = DbIterOver({newer, older}, 5);
+  CHECK(Forward(at5.get()) == "a=a5 c=c3 ");
+  auto at0 = DbIterOver({newer, older}, 0);
+  at0->SeekToFirst();
+  CHECK_FALSE(at0->Valid());
+}
+
+TEST_CASE("DBIter: random Next/Prev/Seek mixing matches a model") {
+  Random rnd(99);
+  std::vector<std::shared_ptr<MemTable>> mems = {NewMem(), NewMem(), NewMem()};
+  std::map<std::string, std::string> model;
+  SequenceNumber seq = 0;
+  for (int i = 0; i < 600; i++) {
+    const std::string k = "k" + std::to_string(rnd.Uniform(80));
+    auto& mem = mems[rnd.Uniform(mems.size())];
+    if (rnd.OneIn(3)) {
+      mem->Add(++seq, kTypeDeletion, k, "");
+      model.erase(k);
+    } else {
+      const std::string v = "v" + std::to_string(i);
+      mem->Add(++seq, kTypeValue, k, v);
+      model[k] = v;
+    }
+  }
+  auto it = DbIterOver(mems, seq);
+  CHECK(Forward(it.get()).size() > 0);
+  for (int trial = 0; trial < 50; trial++) {
+    const std::string target = "k" + std::to_string(rnd.Uniform(90));
+    it->Seek(target);
+    auto pos = model.lower_bound(target);
+    for (int step = 0; step < 30; step++) {
+      if (pos == model.end()) {
+        REQUIRE_FALSE(it->Valid());
+        break;
+      }
+      REQUIRE(it->Valid());
+      REQUIRE(it->key().ToString() == pos->first);
+      REQUIRE(it->value().ToString() == pos->second);
+      if (rnd.OneIn(2)) {
+        it->Next();
+        ++pos;
+      } else if (pos == model.begin()) {
+        it->Prev();
+        REQUIRE_FALSE(it->Valid());
+        break;
+      } else {
+        it->Prev();
+        --pos;
+      }
+    }
+  }
+}
+
+TEST_CASE("DB: background threads carry their names") {
+  mxfs::testing::TempDir dir;
+  Options o;
+  o.write_buffer_size = 64 << 10;
+  auto db = DB::Open(o, dir.Sub("db"));
+  REQUIRE(db.has_value());
+  std::set<std::string> names;
+  DIR* d = ::opendir("/proc/self/task");
+  REQUIRE(d != nullptr);
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    names.insert(name);
+  }
+  ::closedir(d);
+  CHECK(names.count("mxfs-flush") == 1);
+  CHECK(names.count("mxfs-compact") == 1);
+}
