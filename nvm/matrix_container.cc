@@ -286,6 +286,10 @@ Result<std::unique_ptr<MatrixContainer>> MatrixContainer::Open(Pool* pool, const
   c->root_ = pool->At(h.container_offset);
   const std::string where = "matrix container root in pool " + pool->path() + " at offset " +
                             std::to_string(h.container_offset);
+  if (h.container_size < uint64_t{kContainerRootPages + 1} * kPoolPageSize) {
+    return Err(Status::Corruption(where + ": region of " + std::to_string(h.container_size) +
+                                  " bytes is smaller than its root and one data page"));
+  }
   const char* r = c->root_;
   if (std::memcmp(r, kRootMagic, 8) != 0) return Err(Status::Corruption(where + ": bad magic (expected \"MXFSMTRX\"; not formatted?)"));
   uint32_t stored = DecodeFixed32(r + 24), computed = Checksum32(r, 24);

@@ -253,13 +253,23 @@ Result<std::unique_ptr<Pool>> Pool::Open(const std::string& path, const PoolOpen
     return Err(Status::NotSupported(
         Fmt("pool %s: page size %u, this build supports %u", path.c_str(), h.page_size, kPoolPageSize)));
   }
-  if (h.pool_size > p.size_ || h.wal_offset + h.wal_size > h.container_offset ||
-      h.container_offset + h.container_size > h.pool_size || h.wal_offset < 2 * kPoolPageSize) {
-    return Err(Status::Corruption(Fmt("pool %s too small for its geometry: header says pool size %" PRIu64
-                                      " (WAL %" PRIu64 "+%" PRIu64 ", container %" PRIu64 "+%" PRIu64
-                                      "), mapped size is %" PRIu64 " bytes",
+  if (h.pool_size > p.size_) {
+    return Err(Status::Corruption(Fmt("pool %s too small for its geometry: the header says %" PRIu64
+                                      " bytes, the file maps %" PRIu64 " bytes",
+                                      path.c_str(), h.pool_size, p.size_)));
+  }
+  // Overflow-safe: every term is checked against pool_size before it is added.
+  const uint64_t ps = kPoolPageSize;
+  bool geometry_ok = h.wal_offset >= 2 * ps && h.wal_offset <= h.pool_size && h.wal_size <= h.pool_size - h.wal_offset &&
+                     h.container_offset >= h.wal_offset + h.wal_size && h.container_offset <= h.pool_size &&
+                     h.container_size <= h.pool_size - h.container_offset && h.wal_offset % ps == 0 &&
+                     h.wal_size % ps == 0 && h.container_offset % ps == 0 && h.container_size % ps == 0;
+  if (!geometry_ok) {
+    return Err(Status::Corruption(Fmt("pool %s: inconsistent geometry in the header: pool %" PRIu64 " bytes, WAL at %" PRIu64
+                                      "+%" PRIu64 ", container at %" PRIu64 "+%" PRIu64
+                                      " (regions must be page aligned, in order and inside the pool)",
                                       path.c_str(), h.pool_size, h.wal_offset, h.wal_size, h.container_offset,
-                                      h.container_size, p.size_)));
+                                      h.container_size)));
   }
   if (good != primary || c2 != HeaderCheck::kOk) {
     // One copy is torn or damaged: rewrite it from the good one.

@@ -229,3 +229,24 @@ TEST_CASE("Pool: PM tests pass with PMEM2_FORCE_GRANULARITY=CACHE_LINE") {
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }
+
+TEST_CASE("Pool: a header whose regions overflow or leave the pool is refused", "[pm]") {
+  ShmDir dir;
+  std::string path = dir.File("pool");
+  REQUIRE(Pool::Create(path, SmallPool()).has_value());
+  PoolHeader h;
+  {
+    auto p = Pool::Open(path);
+    REQUIRE(p.has_value());
+    h = (*p)->header();
+  }
+  h.wal_size = ~uint64_t{0} - 4095;  // wal_offset + wal_size wraps around 2^64
+  char raw[kPoolHeaderSize];
+  EncodePoolHeader(h, raw);
+  Poke(path, 0, raw, sizeof(raw));
+  Poke(path, kPoolPageSize, raw, sizeof(raw));
+  auto p = Pool::Open(path);
+  REQUIRE_FALSE(p.has_value());
+  CHECK(p.error().IsCorruption());
+  CHECK(Contains(p.error(), "inconsistent geometry"));
+}
