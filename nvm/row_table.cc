@@ -57,7 +57,7 @@ Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& op
     return bad("page count " + std::to_string(t->page_count_) + ", the container root says " + std::to_string(page_count));
   }
   if (meta_off != kMetaOffset || meta_bytes != uint64_t{t->n_} * kRowMetaEntrySize ||
-      t->data_offset_ < meta_off + meta_bytes || t->data_offset_ % kRowPageSize != 0 ||
+      t->data_offset_ < uint64_t{meta_off} + meta_bytes || t->data_offset_ % kRowPageSize != 0 ||
       uint64_t{t->data_offset_} + t->data_bytes_ > uint64_t{page_count} * kRowPageSize) {
     return bad("inconsistent geometry: " + std::to_string(t->n_) + " entries, metadata at " + std::to_string(meta_off) +
                "+" + std::to_string(meta_bytes) + ", data at " + std::to_string(t->data_offset_) + "+" +

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/coding.h"
+#include "base/hash.h"
 #include "base/random.h"
 #include "nvm/matrix_container.h"
 #include "nvm/row_table.h"
@@ -151,4 +153,18 @@ TEST_CASE("RowTable: a row is read in place from PM after a reopen at another ad
     CHECK(t.Key(i).data() >= lo);  // in place: a pointer into the mapping, not a copy
     CHECK(t.Key(i).data() < hi);
   }
+}
+
+TEST_CASE("RowTable: a header whose metadata size wraps 32 bits is refused, not read") {
+  Random rnd(10);
+  DramRow r = BuildDram(RandomRow(&rnd, 10, 1000, "o"), 5, nullptr);
+  char* h = r.mem.get();
+  const uint32_t n = 214748364;  // n * 20 = 4294967280: 4096 + that wraps to 4080
+  EncodeFixed32(h + 24, n);
+  EncodeFixed32(h + 36, n * 20);
+  EncodeFixed32(h + 40, 4096);
+  EncodeFixed32(h + 124, Checksum32(h, 124));
+  auto t = RowTable::Open({}, h, 0, r.table->page_count(), 5, "dram");
+  REQUIRE_FALSE(t.has_value());
+  CHECK(std::string(t.error().message()).find("inconsistent geometry") != std::string::npos);
 }
