@@ -1,6 +1,8 @@
 #include "kvcore/db_impl.h"
 
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -543,9 +545,8 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
         RecordBackgroundError(s, "WAL creation");
         return s;
       }
-      // Everything in the old log was written by earlier groups; close it.
-      Status cs = log_->Close();
-      if (!cs.ok()) MXFS_LOG_WARN("closing WAL #%llu: %s", static_cast<unsigned long long>(log_number_), cs.ToString().c_str());
+      std::unique_ptr<WalWriter> old_log = std::move(log_);
+      const uint64_t old_number = log_number_;
       log_ = std::move(log);
       log_number_ = number;
       imms_.push_back(std::move(mem_));
@@ -553,6 +554,14 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       mem_->set_log_number(number);
       force = false;
       bg_cv_.notify_all();
+      // Everything in the old log was written by earlier groups (only the
+      // leader writes it, and that is us): close it outside the mutex.
+      l.unlock();
+      Status cs = old_log->Close();
+      l.lock();
+      if (!cs.ok()) {
+        MXFS_LOG_WARN("closing WAL #%llu: %s", static_cast<unsigned long long>(old_number), cs.ToString().c_str());
+      }
     }
   }
 }
@@ -687,6 +696,10 @@ Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
 
 void DBImpl::CompactThreadMain() {
   SetThreadName("mxfs-compact");
+  // Compaction yields the disk to foreground reads and WAL syncs: best-effort
+  // class, lowest priority (ioprio_set on this thread; harmless if refused).
+  constexpr int kIoprioWhoProcess = 1, kIoprioClassBe = 2, kIoprioClassShift = 13;
+  (void)::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, (kIoprioClassBe << kIoprioClassShift) | 7);
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
     bg_cv_.wait(l, [this] {
@@ -982,14 +995,14 @@ Status DBImpl::Close() {
   l.lock();
   // Background work is over: sweep what its last versions left behind.
   DeleteObsoleteFiles(l);
-  Status s;
-  if (log_) {
-    s = log_->Sync();
-    Status cs = log_->Close();
-    if (s.ok()) s = std::move(cs);
-    log_.reset();
-  }
+  std::unique_ptr<WalWriter> log = std::move(log_);
   l.unlock();
+  Status s;
+  if (log) {
+    s = log->Sync();
+    Status cs = log->Close();
+    if (s.ok()) s = std::move(cs);
+  }
   file_lock_.reset();
   {
     std::lock_guard<std::mutex> g(g_open_mu);

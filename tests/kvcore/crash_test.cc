@@ -72,7 +72,7 @@ TEST_CASE("Crash: SIGKILL at random moments loses no acknowledged write") {
   const std::string path = dir.Sub("db");
   std::map<std::string, std::optional<std::string>> model;  // nullopt: deleted
   Random rnd(2024);
-  for (int round = 0; round < 6; round++) {
+  for (int round = 0; round < 10; round++) {
     INFO("round " << round);
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
