@@ -371,6 +371,11 @@ Result<std::unique_ptr<MatrixContainer>> MatrixContainer::Open(Pool* pool, const
   }
   std::sort(v->rows_.begin(), v->rows_.end(),
             [](const RowRef& a, const RowRef& b) { return a.table->row_id() > b.table->row_id(); });
+  for (size_t i = 1; i < v->rows_.size(); i++) {
+    if (v->rows_[i].table->row_id() == v->rows_[i - 1].table->row_id()) {
+      return Err(Status::Corruption(where + ": two slots commit row " + std::to_string(v->rows_[i].table->row_id())));
+    }
+  }
   c->next_row_id_ = std::max(max_id, c->boundary_) + 1;
   c->current_ = std::move(v);
   std::lock_guard<std::mutex> l(c->mu_);
