@@ -169,6 +169,30 @@ class MountFixture {
     return status;
   }
 
+  // Sends sig (SIGTERM, SIGINT) and waits for the daemon; returns its status.
+  int Signal(int sig) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, sig);
+    int status = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (waitpid(pid_, &status, WNOHANG) != pid_) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    pid_ = -1;
+    return status;
+  }
+
+  // True while the mount point shows a FUSE filesystem.
+  bool Mounted() const {
+    struct statfs sf;
+    return statfs(mnt_.c_str(), &sf) == 0 && static_cast<unsigned long>(sf.f_type) == FUSE_SUPER_MAGIC;
+  }
+
   // SIGKILL the daemon, detach the dead mount, reap.
   void Kill9() {
     if (pid_ <= 0) return;

@@ -534,3 +534,18 @@ TEST_CASE("Mount: the daemon reports bad instances and busy mount points", "[fus
   // The daemon needs a moment to exit after umount and release the DB lock.
   usleep(300000);
 }
+
+TEST_CASE("Mount: SIGTERM and SIGINT unmount cleanly and keep the data", "[fuse][mount]") {
+  MountFixture m;
+  REQUIRE(WriteAll(m.P("f"), "kept"));
+  int status = m.Signal(SIGTERM);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE_FALSE(m.Mounted());
+  m.Start();
+  REQUIRE(ReadAll(m.P("f")) == "kept");
+  status = m.Signal(SIGINT);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE_FALSE(m.Mounted());
+}
