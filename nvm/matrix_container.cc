@@ -487,8 +487,21 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence) {
   auto img = builder.Finish(id, prev, prev_start, max_sequence);
   if (!img) return Err(img.error());
   const uint32_t npages = static_cast<uint32_t>(img->size() / kPoolPageSize);
+  if (npages > data_pages_) {
+    return Err(Status::InvalidArgument("a RowTable of " + std::to_string(npages) +
+                                       " pages can never fit the matrix container's " + std::to_string(data_pages_) +
+                                       " data pages; flush smaller memtables"));
+  }
   auto first = allocator_->Allocate(npages);
-  if (!first) return Err(first.error());
+  if (!first) {
+    // No free run: if the compactor is empty, nothing would ever free one
+    // (the receiver may be below its share yet fragmented), so hand the
+    // receiver to the compactor now; the caller waits for column compaction.
+    std::lock_guard<std::mutex> l(mu_);
+    auto sw = MaybeSwitchLocked(true);
+    if (!sw) return Err(sw.error());
+    return Err(first.error());
+  }
   uint32_t slot = kContainerRowSlots;
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -156,8 +156,10 @@ class MatrixContainer {
   // a new receiver row, durable and visible when this returns. Returns the
   // row id. max_sequence is stored in the row's header (kvcore: the highest
   // sequence number in the memtable; see MaxRowSequence). Busy when the
-  // container has no room (wait for column compaction); the container is
-  // unchanged then.
+  // container has no room (wait for column compaction); no row is added
+  // then, and if the compactor was empty the receiver becomes the compactor
+  // so that compaction can make room. InvalidArgument if the row is larger
+  // than the whole container.
   Result<uint64_t> AddRow(Iterator* it, uint64_t max_sequence = 0);
   // The highest max_sequence of any live row (0 if none): after a crash,
   // WAL records at or below it are already in the container.

@@ -385,24 +385,51 @@ TEST_CASE("MatrixContainer: pages a reader may still use are freed only after it
   CHECK(f.c->GetStats().pages_used < used0);
 }
 
-TEST_CASE("MatrixContainer: a full container says Busy and changes nothing", "[pm]") {
-  Fixture f(8ull << 20, 1.0);  // never switch on its own
+TEST_CASE("MatrixContainer: a full container says Busy and hands the receiver to the compactor", "[pm]") {
+  Fixture f(8ull << 20, 1.0);  // never switch at a share
   Random rnd(51);
   Status s;
   int rows = 0;
+  KVs refused;
   for (;;) {
-    VectorIterator in(RandomRow(&rnd, 3000, 1000000, "f"));
+    KVs kv = RandomRow(&rnd, 3000, 1000000, "f");
+    VectorIterator in(kv);
     auto id = f.c->AddRow(&in);
     if (!id) {
       s = id.error();
+      refused = kv;
       break;
     }
     rows++;
   }
   CHECK(s.IsBusy());
   CHECK(std::string(s.message()).find("full") != std::string::npos);
+  // Nothing else could ever free a run, so the receiver went to the compactor.
+  ContainerStats st = f.c->GetStats();
+  CHECK(st.receiver_rows == 0);
+  CHECK(st.compactor_rows == static_cast<uint32_t>(rows));
+  {
+    VectorIterator in(refused);
+    auto again = f.c->AddRow(&in);
+    REQUIRE_FALSE(again.has_value());
+    CHECK(again.error().IsBusy());
+  }
   f.Reopen();
-  CHECK(f.c->GetStats().receiver_rows == static_cast<uint32_t>(rows));
+  CHECK(f.c->GetStats().compactor_rows == static_cast<uint32_t>(rows));
+  // Compaction makes room and the refused flush goes through.
+  REQUIRE(f.c->MarkColumnCompacted("l").ok());
+  VectorIterator in(refused);
+  CHECK(f.c->AddRow(&in).has_value());
+}
+
+TEST_CASE("MatrixContainer: a row larger than the whole container is refused outright", "[pm]") {
+  Fixture f(8ull << 20);
+  Random rnd(52);
+  VectorIterator in(RandomRow(&rnd, 200000, 100000000, "huge"));
+  auto id = f.c->AddRow(&in);
+  REQUIRE_FALSE(id.has_value());
+  CHECK(id.error().IsInvalidArgument());
+  CHECK(f.c->GetStats().pages_used == 0);
 }
 
 TEST_CASE("MatrixContainer: reads and reopen never look at compacted pages reused by newer rows", "[pm]") {
