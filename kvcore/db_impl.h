@@ -112,6 +112,7 @@ class DBImpl final : public DB {
   Status bg_error_;
   std::string bg_error_where_;
   bool opened_ = false;
+  bool closing_ = false;  // Close is waiting for the writer queue to drain
   bool closed_ = false;
   std::atomic<bool> shutting_down_{false};
   bool flushing_ = false;
