@@ -73,6 +73,10 @@ Status PmWal::Format(Pool* pool, uint64_t segment_size) {
 Result<std::unique_ptr<PmWal>> PmWal::Open(Pool* pool) {
   const PoolHeader& h = pool->header();
   char* region = pool->At(h.wal_offset);
+  if (h.wal_size < kWalDataOffset) {
+    return Err(Status::Corruption("PM WAL in pool " + pool->path() + ": region of " + std::to_string(h.wal_size) +
+                                  " bytes is smaller than its " + std::to_string(kWalDataOffset) + "-byte root"));
+  }
   if (std::memcmp(region, kWalMagic, 8) != 0) {
     return Err(Status::Corruption("PM WAL in pool " + pool->path() + " at offset " + std::to_string(h.wal_offset) +
                                   ": bad magic (expected \"MXFSWAL1\"; not formatted?)"));
@@ -89,7 +93,8 @@ Result<std::unique_ptr<PmWal>> PmWal::Open(Pool* pool) {
                                     std::to_string(DecodeFixed32(region + 8)) + ", expected 1"));
   }
   uint64_t seg = DecodeFixed64(region + 16), nseg = DecodeFixed64(region + 24);
-  if (seg == 0 || seg % kPoolPageSize != 0 || nseg < 2 || kWalDataOffset + seg * nseg > h.wal_size) {
+  // Divide rather than multiply: seg * nseg from a corrupt root can wrap.
+  if (seg == 0 || seg % kPoolPageSize != 0 || nseg < 2 || nseg > (h.wal_size - kWalDataOffset) / seg) {
     return Err(Status::Corruption("PM WAL in pool " + pool->path() + ": geometry " + std::to_string(nseg) + " x " +
                                   std::to_string(seg) + " bytes does not fit its region of " +
                                   std::to_string(h.wal_size) + " bytes"));
