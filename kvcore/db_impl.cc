@@ -14,8 +14,6 @@
 #include "base/logging.h"
 #include "kvcore/db_iter.h"
 #include "kvcore/filename.h"
-#include "kvcore/log_reader.h"
-#include "kvcore/log_writer.h"
 #include "kvcore/merger.h"
 #include "kvcore/write_batch_internal.h"
 
@@ -173,6 +171,7 @@ DBImpl::DBImpl(const Options& options, const std::string& dbname) : ctx_(Bytewis
   table_cache_ = std::make_unique<TableCache>(&ctx_, kMaxOpenTables);
   ctx_.table_cache = table_cache_.get();
   level0_ = NewSsdLevel0(&ctx_);
+  wal_store_ = NewSsdWalStore(&ctx_);
   versions_ = std::make_unique<VersionSet>(&ctx_, level0_.get());
 }
 
@@ -257,7 +256,6 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
   file_lock_ = std::move(*lock);
 
   bool have_current = false;
-  std::vector<std::pair<uint64_t, std::string>> logs;
   std::set<uint64_t> tables;
   std::string some_db_file;
   for (const std::string& name : *children) {
@@ -265,7 +263,6 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
     FileType type;
     if (!ParseFileName(name, &number, &type)) continue;
     if (type == FileType::kCurrent) have_current = true;
-    if (type == FileType::kLog) logs.emplace_back(number, name);
     if (type == FileType::kTable) tables.insert(number);
     if (type == FileType::kLog || type == FileType::kTable || type == FileType::kManifest) some_db_file = name;
   }
@@ -294,10 +291,13 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
   }
 
   // Replay the WALs the MANIFEST does not cover, oldest first.
-  std::sort(logs.begin(), logs.end());
+  l.unlock();
+  auto logs = wal_store_->ListLogs();
+  l.lock();
+  if (!logs) return logs.error().WithContext("listing the write-ahead logs of " + dbname);
   VersionEdit edit;
   SequenceNumber max_sequence = versions_->LastSequence();
-  for (const auto& [number, name] : logs) {
+  for (const uint64_t number : *logs) {
     versions_->MarkFileNumberUsed(number);
     if (number < versions_->LogNumber()) continue;
     l.unlock();
@@ -329,10 +329,10 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
 }
 
 Status DBImpl::RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* max_sequence) {
-  const std::string path = LogFileName(ctx_.dbname, number);
-  auto file = ctx_.fs->NewSequentialFile(path);
-  if (!file) return file.error();
-  LogReader reader(std::move(*file));
+  const std::string path = wal_store_->LogName(number);
+  auto opened = wal_store_->OpenLog(number);
+  if (!opened) return opened.error();
+  WalReader& reader = **opened;
   std::string scratch;
   Slice record;
   WriteBatch batch;
@@ -379,23 +379,12 @@ Status DBImpl::RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* ma
 
 Status DBImpl::NewLog(std::unique_lock<std::mutex>* l, uint64_t* number, std::unique_ptr<WalWriter>* log) {
   *number = versions_->NewFileNumber();
-  const std::string path = LogFileName(ctx_.dbname, *number);
   l->unlock();
-  Status s;
-  // Small appends: a plain pwrite costs less than an io_uring round trip
-  // (buffered writes are punted to an io-wq worker).
-  FileOptions log_options;
-  log_options.use_io_uring = false;
-  auto file = ctx_.fs->NewWritableFile(path, log_options);
-  if (file) {
-    // The new log's directory entry must be durable before a synced write in it is acknowledged.
-    s = ctx_.fs->SyncDir(ctx_.dbname);
-    if (s.ok()) *log = std::make_unique<LogWriter>(std::move(*file));
-  } else {
-    s = file.error();
-  }
+  auto created = wal_store_->NewLog(*number);
   l->lock();
-  return s;
+  if (!created) return created.error();
+  *log = std::move(*created);
+  return Status::OK();
 }
 
 // ---- writes ----------------------------------------------------------------
@@ -916,7 +905,7 @@ void DBImpl::DeleteObsoleteFiles(std::unique_lock<std::mutex>& l) {
       if (!ParseFileName(name, &number, &type) || number >= next_number) continue;
       bool keep = true;
       switch (type) {
-        case FileType::kLog: keep = number >= log_number; break;
+        case FileType::kLog: keep = true; break;  // the WalStore's, retired below
         case FileType::kManifest: keep = number >= manifest_number; break;
         case FileType::kTable: keep = live.contains(number); break;
         default: break;
@@ -928,6 +917,16 @@ void DBImpl::DeleteObsoleteFiles(std::unique_lock<std::mutex>& l) {
       }
       Status s = ctx_.fs->RemoveFile(ctx_.dbname + "/" + name);
       if (!s.ok() && !s.IsNotFound()) MXFS_LOG_WARN("removing obsolete %s: %s", name.c_str(), s.ToString().c_str());
+    }
+  }
+  auto logs = wal_store_->ListLogs();
+  if (logs) {
+    for (const uint64_t number : *logs) {
+      if (number >= log_number || number >= next_number) continue;
+      Status s = wal_store_->RemoveLog(number);
+      if (!s.ok() && !s.IsNotFound()) {
+        MXFS_LOG_WARN("retiring WAL %s: %s", wal_store_->LogName(number).c_str(), s.ToString().c_str());
+      }
     }
   }
   l.lock();

@@ -36,6 +36,7 @@
 #include "kvcore/table_cache.h"
 #include "kvcore/version_set.h"
 #include "kvcore/wal.h"
+#include "kvcore/wal_store.h"
 
 namespace mxfs {
 
@@ -94,6 +95,7 @@ class DBImpl final : public DB {
   DbContext ctx_;
   std::unique_ptr<TableCache> table_cache_;
   std::unique_ptr<Level0> level0_;
+  std::unique_ptr<WalStore> wal_store_;
   std::unique_ptr<FileLock> file_lock_;
   std::string lock_key_;  // registered in the process-wide set of open DBs
 

@@ -100,6 +100,9 @@ TEST_CASE("DB: data survives close and reopen, from the WAL and from tables") {
       CHECK(Get(db.get(), Key(i)) == (i % 3 == 0 ? "NOT_FOUND" : "value" + std::to_string(i)));
     }
     REQUIRE(db->Close().ok());
+    // Replayed logs are retired once their contents are in a table.
+    CHECK(mxfs::testing::FilesMatching(path, ".log", false).size() == 1);
+    CHECK(mxfs::testing::FilesMatching(path, "MANIFEST-", true).size() == 1);
   }
 }
 
