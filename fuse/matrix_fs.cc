@@ -1768,6 +1768,10 @@ void MatrixFs::SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const 
   size_t nlen = std::strlen(name);
   if (nlen == 0 || nlen > kMaxXattrNameLen) return (void)fuse_reply_err(req, ERANGE);
   if (size > kMaxXattrValueLen) return (void)fuse_reply_err(req, E2BIG);
+  // POSIX ACLs are not supported (FUSE_CAP_POSIX_ACL is off): storing them as
+  // plain bytes would let tools believe the ACL set the mode (cp -a would then
+  // skip its chmod). EOPNOTSUPP makes them fall back to the mode bits.
+  if (std::strncmp(name, "system.posix_acl_", 17) == 0) return (void)fuse_reply_err(req, EOPNOTSUPP);
   Status s = [&]() -> Status {
     InodeLocks locks(this, {ino});
     Txn txn(this);

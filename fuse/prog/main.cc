@@ -4,7 +4,8 @@
 //
 // Options (-o): format (format an empty DATADIR first), inline_limit=BYTES,
 // block_size=BYTES, label=TEXT (with format), allow_other,
-// default_permissions (always on), ro, debug; the kernel's generic mount
+// default_permissions (always on), ro, debug; allow_other is implied when
+// root mounts (as for a kernel filesystem); the kernel's generic mount
 // options (nosuid, nodev, noexec, noatime, ...) pass through; fstab-only
 // options (defaults, noauto, nofail, _netdev, user, x-*) are ignored.
 //
@@ -54,7 +55,7 @@ struct Args {
                "  -o inline_limit=N  bytes kept in the KV per small file (with format; default 65536)\n"
                "  -o block_size=N    block size of small-file data (with format; default 4096)\n"
                "  -o label=TEXT      filesystem label (with format)\n"
-               "  -o allow_other     let other users access the mount\n"
+               "  -o allow_other     let other users access the mount (implied for root)\n"
                "  -o ro              mount read-only\n");
   std::exit(msg ? 2 : 0);
 }
@@ -229,6 +230,9 @@ int Serve(const Args& a, int report_fd) {
 
 int Main(int argc, char** argv) {
   Args a = ParseArgs(argc, argv);
+  // Like a kernel filesystem, a mount made by root serves every user; the
+  // kernel checks permissions (default_permissions is always on).
+  if (::geteuid() == 0) a.allow_other = true;
   struct stat st;
   if (a.format) {
     Status s = MatrixFs::Format(a.datadir, a.sb);

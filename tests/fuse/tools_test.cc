@@ -44,7 +44,23 @@ void MakeTree(const std::string& root) {
   }
 }
 
+// Mode, size, type and name of every entry under dir, sorted: what diff -r does not compare.
+std::string Listing(const std::string& dir, const std::string& scratch) {
+  std::string out = scratch + "/listing.txt";
+  int rc = system(("cd " + dir + " && find . -printf '%M %U %G %p\\n' | sort >" + out).c_str());
+  REQUIRE(rc == 0);
+  return ReadAll(out);
+}
+
 }  // namespace
+
+TEST_CASE("Tools: cp -a keeps modes, owners and contents", "[fuse][tools]") {
+  MountFixture m;
+  MakeTree(m.root() + "/src");
+  Sh("cp -a " + m.root() + "/src " + m.P("copy"), m.root());
+  Sh("diff -r --no-dereference " + m.root() + "/src " + m.P("copy"), m.root());
+  REQUIRE(Listing(m.root() + "/src", m.root()) == Listing(m.P("copy"), m.root()));
+}
 
 TEST_CASE("Tools: tar extracts a tree that diff -r finds identical", "[fuse][tools]") {
   if (!Have("tar") || !Have("diff")) {
@@ -56,6 +72,7 @@ TEST_CASE("Tools: tar extracts a tree that diff -r finds identical", "[fuse][too
   Sh("tar -C " + m.root() + " -cf " + m.root() + "/t.tar src", m.root());
   Sh("tar -C " + m.mnt() + " -xf " + m.root() + "/t.tar", m.root());
   Sh("diff -r --no-dereference " + m.root() + "/src " + m.P("src"), m.root());
+  REQUIRE(Listing(m.root() + "/src", m.root()) == Listing(m.P("src"), m.root()));
   REQUIRE(m.Stop() == 0);
   m.Start();
   Sh("diff -r --no-dereference " + m.root() + "/src " + m.P("src"), m.root());
@@ -91,6 +108,7 @@ TEST_CASE("Tools: rsync -a round trip", "[fuse][tools]") {
   Sh("rsync -a " + m.root() + "/src/ " + m.P("copy/"), m.root());
   Sh("rsync -a " + m.P("copy/") + " " + m.root() + "/back/", m.root());
   Sh("diff -r --no-dereference " + m.root() + "/src " + m.root() + "/back", m.root());
+  REQUIRE(Listing(m.root() + "/src", m.root()) == Listing(m.P("copy"), m.root()));
   // A second rsync finds nothing to transfer (sizes and ns mtimes kept).
   Sh("test -z \"$(rsync -ai " + m.root() + "/src/ " + m.P("copy/") + ")\"", m.root());
 }
