@@ -332,7 +332,7 @@ Result<std::unique_ptr<MatrixContainer>> MatrixContainer::Open(Pool* pool, const
     if (id == 0) continue;
     uint64_t loc = Pool::LoadWord(c->SlotLocation(s));
     uint32_t first = static_cast<uint32_t>(loc), count = static_cast<uint32_t>(loc >> 32);
-    if (count == 0 || uint64_t{first} + count > c->data_pages_) {
+    if (count == 0 || first >= c->data_pages_ || count > c->data_pages_) {
       return Err(Status::Corruption(where + ": slot " + std::to_string(s) + " (row " + std::to_string(id) +
                                     ") lists pages [" + std::to_string(first) + ", " +
                                     std::to_string(uint64_t{first} + count) + ") outside the " +
@@ -349,7 +349,7 @@ Result<std::unique_ptr<MatrixContainer>> MatrixContainer::Open(Pool* pool, const
       }
       ref.start = e->second;
     }
-    auto t = RowTable::Open(c->row_options_, c->DataPage(first), first, count, id, c->Where(first), ref.start);
+    auto t = RowTable::Open(c->row_options_, c->data_, c->data_pages_, first, count, id, c->Where(first), ref.start);
     if (!t) return Err(t.error());
     ref.table = *t;
     if (ref.start > 0) {
@@ -361,9 +361,13 @@ Result<std::unique_ptr<MatrixContainer>> MatrixContainer::Open(Pool* pool, const
       ref.freed_data_pages = ref.table->DataPagesBelow(ref.start);
     }
     const RowTable& rt = *ref.table;
-    Status st = c->allocator_->MarkUsed(first, rt.meta_pages());
-    uint32_t live_data = rt.data_pages() - ref.freed_data_pages;
-    if (st.ok() && live_data > 0) st = c->allocator_->MarkUsed(first + rt.meta_pages() + ref.freed_data_pages, live_data);
+    Status st;
+    for (auto [f, n] : rt.PhysicalRuns(0, rt.meta_pages())) {
+      if (st.ok()) st = c->allocator_->MarkUsed(f, n);
+    }
+    for (auto [f, n] : rt.PhysicalRuns(rt.meta_pages() + ref.freed_data_pages, rt.page_count())) {
+      if (st.ok()) st = c->allocator_->MarkUsed(f, n);
+    }
     if (!st.ok()) return Err(st.WithContext(where + ", row " + std::to_string(id)));
     c->slot_row_[s] = id;
     max_id = std::max(max_id, id);
@@ -463,11 +467,13 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence) {
   std::lock_guard<std::mutex> fl(flush_mu_);
   RowTableBuilder builder(options_.comparator);
   std::string last;
+  uint64_t max_entry = 0;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     if (builder.num_entries() > 0 && options_.comparator->Compare(last, it->key()) >= 0) {
       return Err(Status::InvalidArgument("RowTable input not strictly increasing at key " + it->key().ToEscaped()));
     }
     last.assign(it->key().data(), it->key().size());
+    max_entry = std::max<uint64_t>(max_entry, it->key().size() + it->value().size());
     builder.Add(it->key(), it->value());
   }
   if (!it->status().ok()) return Err(it->status());
@@ -484,24 +490,72 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence) {
   // cur pins prev's pages while the merge pass reads its live keys.
   const RowTable* prev = cur->rows_.empty() ? nullptr : cur->rows_.front().table.get();
   const uint32_t prev_start = cur->rows_.empty() ? 0 : cur->rows_.front().start;
-  auto img = builder.Finish(id, prev, prev_start, max_sequence);
-  if (!img) return Err(img.error());
-  const uint32_t npages = static_cast<uint32_t>(img->size() / kPoolPageSize);
-  if (npages > data_pages_) {
-    return Err(Status::InvalidArgument("a RowTable of " + std::to_string(npages) +
+  const uint32_t min_pages = builder.PagesNeeded();
+  if (min_pages > data_pages_) {
+    return Err(Status::InvalidArgument("a RowTable of " + std::to_string(min_pages) +
                                        " pages can never fit the matrix container's " + std::to_string(data_pages_) +
                                        " data pages; flush smaller memtables"));
   }
-  auto first = allocator_->Allocate(npages);
-  if (!first) {
-    // No free run: if the compactor is empty, nothing would ever free one
-    // (the receiver may be below its share yet fragmented), so hand the
-    // receiver to the compactor now; the caller waits for column compaction.
+  // Pages: one run if possible, else a few runs no shorter than min_run
+  // (which also holds the largest entry, as entries never cross runs).
+  const uint32_t min_run =
+      std::max({4u, min_pages / (kRowMaxExtents / 2) + 1, static_cast<uint32_t>(max_entry / kPoolPageSize) + 2});
+  auto busy = [this](Status s) -> Result<uint64_t> {
+    // No room: if the compactor is empty, nothing would ever free any (the
+    // receiver may be below its share yet fragmented), so hand the receiver
+    // to the compactor now; the caller waits for column compaction.
     std::lock_guard<std::mutex> l(mu_);
     auto sw = MaybeSwitchLocked(true);
     if (!sw) return Err(sw.error());
-    return Err(first.error());
+    return Err(std::move(s));
+  };
+  auto got = allocator_->AllocateRuns(min_pages, min_run);
+  if (!got) return busy(got.error());
+  std::vector<PageRun> runs = std::move(*got);
+  auto release_runs = [this, &runs]() {
+    for (auto [f, n] : runs) allocator_->Free(f, n).IgnoreError();  // we just allocated them
+  };
+  for (;;) {
+    std::vector<uint32_t> sizes;
+    uint64_t have = 0;
+    for (auto& r : runs) {
+      sizes.push_back(r.second);
+      have += r.second;
+    }
+    const uint32_t need = builder.PagesFor(sizes);
+    if (need > have) {
+      // Entries skipped run ends: one more run holds the rest.
+      auto extra = allocator_->Allocate(static_cast<uint32_t>(std::max<uint64_t>(need - have, min_run)));
+      if (!extra) {
+        release_runs();
+        return busy(extra.error());
+      }
+      runs.emplace_back(*extra, static_cast<uint32_t>(std::max<uint64_t>(need - have, min_run)));
+      continue;
+    }
+    uint64_t surplus = have - need;  // give back the unused tail
+    while (surplus > 0) {
+      auto& [f, n] = runs.back();
+      uint32_t cut = static_cast<uint32_t>(std::min<uint64_t>(surplus, n));
+      allocator_->Free(f + n - cut, cut).IgnoreError();  // ours, allocated above
+      n -= cut;
+      surplus -= cut;
+      if (n == 0) runs.pop_back();
+    }
+    break;
   }
+  if (runs.size() > kRowMaxExtents) {
+    release_runs();
+    return busy(Status::Busy("matrix container: free pages too scattered for a row of " + std::to_string(min_pages) +
+                             " pages; wait for column compaction"));
+  }
+  auto img = builder.Finish(id, prev, prev_start, max_sequence, runs);
+  if (!img) {
+    release_runs();
+    return Err(img.error());
+  }
+  const uint32_t npages = static_cast<uint32_t>(img->size() / kPoolPageSize);
+  const uint32_t header_page = runs.front().first;
   uint32_t slot = kContainerRowSlots;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -513,27 +567,31 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence) {
       }
     }
     if (slot == kContainerRowSlots) {
-      allocator_->Free(*first, npages).IgnoreError();  // we just allocated it
+      release_runs();
       return Err(Status::Busy("matrix container: all " + std::to_string(kContainerRowSlots) +
                               " row slots are in use; wait for column compaction"));
     }
     next_row_id_++;
   }
-  char* dst = DataPage(*first);
   if (KillPointArmed("rowtable.mid_copy")) {
-    pool_->CopyNoDrain(dst, std::span<const char>(img->data(), img->size() / 2));
+    pool_->CopyNoDrain(DataPage(header_page), std::span<const char>(img->data(), uint64_t{runs[0].second} * kPoolPageSize / 2));
     pool_->Drain();
     KillPoint("rowtable.mid_copy");
   }
-  pool_->CopyNoDrain(dst, std::span<const char>(*img));
+  // One non-temporal copy per extent, one drain.
+  uint64_t logical = 0;
+  for (auto [f, n] : runs) {
+    pool_->CopyNoDrain(DataPage(f), std::span<const char>(img->data() + logical, uint64_t{n} * kPoolPageSize));
+    logical += uint64_t{n} * kPoolPageSize;
+  }
   pool_->Drain();
   MXFS_KILL_POINT("rowtable.after_copy");
-  pool_->PublishWord(SlotLocation(slot), uint64_t{*first} | (uint64_t{npages} << 32));
+  pool_->PublishWord(SlotLocation(slot), uint64_t{header_page} | (uint64_t{npages} << 32));
   MXFS_KILL_POINT("rowtable.before_commit");
   pool_->PublishWord(SlotCommit(slot), id);
   MXFS_KILL_POINT("rowtable.after_commit");
 
-  auto t = RowTable::Open(row_options_, dst, *first, npages, id, Where(*first));
+  auto t = RowTable::Open(row_options_, data_, data_pages_, header_page, npages, id, Where(header_page));
   std::lock_guard<std::mutex> l(mu_);
   slot_reserved_[slot] = false;
   if (!t) return Err(t.error());  // cannot happen unless PM is failing; the row stays committed
@@ -690,14 +748,13 @@ Status MatrixContainer::MarkColumnCompacted(const Slice& hi) {
       }
       if (s < kContainerRowSlots) pool_->PublishWord(SlotCommit(s), 0);
       unlinked.push_back(t.row_id());
-      release.emplace_back(t.first_page(), t.meta_pages());
-      uint32_t live = t.data_pages() - r.freed_data_pages;
-      if (live > 0) release.emplace_back(t.first_page() + t.meta_pages() + r.freed_data_pages, live);
+      for (auto run : t.PhysicalRuns(0, t.meta_pages())) release.push_back(run);
+      for (auto run : t.PhysicalRuns(t.meta_pages() + r.freed_data_pages, t.page_count())) release.push_back(run);
       continue;
     }
     uint32_t below = t.DataPagesBelow(nr.start);
     if (below > r.freed_data_pages) {
-      release.emplace_back(t.first_page() + t.meta_pages() + r.freed_data_pages, below - r.freed_data_pages);
+      for (auto run : t.PhysicalRuns(t.meta_pages() + r.freed_data_pages, t.meta_pages() + below)) release.push_back(run);
       nr.freed_data_pages = below;
     }
     rows.push_back(std::move(nr));

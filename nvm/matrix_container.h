@@ -25,21 +25,23 @@
 //        u64 row id, u32 first live entry (entry count: wholly compacted),
 //        u32 zero
 //   pages 13..16: 1024 row slots of 16 bytes:
-//     0 u64 location: first data page (bits 31..0), page count (63..32)
+//     0 u64 location: the row's header page (bits 31..0), its page count
+//       over all extents (63..32)
 //     8 u64 commit word: the row id (0: empty slot)
-//   page 24 on: the data pages, where RowTable extents live.
+//   page 24 on: the data pages, where RowTable extents live (a row takes
+//   one run of pages when it can, else several; see row_table.h).
 //
 // Commit points (a crash leaves the state before or after each, never
-// between): a row is copied with one non-temporal memcpy, drained, its
-// slot's location persisted, then it is published by persisting the slot's
-// commit word. The receiver->compactor switch is one persisted boundary
-// word. A column compaction writes a record (the key and every compactor
-// row's first live entry) into the idle record buffer, persists it, then
-// persists the compacted word; the pages it frees and the rows it empties
-// follow from that record, so they are recomputed at open (the page
-// allocator is rebuilt from the live rows every time). The record stores
-// positions, not just the key, because keys below a row's start may sit on
-// pages already reused by newer rows and must never be read again.
+// between): a row is copied with one non-temporal memcpy per extent,
+// drained once, its slot's location persisted, then it is published by
+// persisting the slot's commit word. The receiver->compactor switch is one
+// persisted boundary word. A column compaction writes a record (the key and
+// every compactor row's first live entry) into the idle record buffer,
+// persists it, then persists the compacted word; the pages it frees and the
+// rows it empties follow from that record, so they are recomputed at open
+// (the page allocator is rebuilt from the live rows every time). The record
+// stores positions, not just the key, because keys below a row's start may
+// sit on pages already reused by newer rows and must never be read again.
 //
 // Readers take a ContainerVersion (an immutable snapshot of the rows). Pages
 // freed by a column compaction return to the allocator only when every

@@ -25,12 +25,7 @@ void PageAllocator::SetRangeLocked(uint32_t first, uint32_t n, bool used) {
   else used_ -= n;
 }
 
-Result<uint32_t> PageAllocator::Allocate(uint32_t n) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (n == 0 || n > num_pages_) {
-    return Err(Status::InvalidArgument("page allocator: cannot allocate " + std::to_string(n) + " pages of " +
-                                       std::to_string(num_pages_)));
-  }
+uint32_t PageAllocator::FindRunLocked(uint32_t n) const {
   // Two passes: from the cursor to the end, then from 0 to the cursor.
   for (int pass = 0; pass < 2; pass++) {
     uint32_t begin = pass == 0 ? cursor_ : 0;
@@ -45,17 +40,78 @@ Result<uint32_t> PageAllocator::Allocate(uint32_t n) {
         run = 0;
         continue;
       }
-      if (++run == n) {
-        uint32_t first = p + 1 - n;
-        SetRangeLocked(first, n, true);
-        cursor_ = (first + n) % num_pages_;
-        return first;
-      }
+      if (++run == n) return p + 1 - n;
     }
   }
-  return Err(Status::Busy("matrix container full: no run of " + std::to_string(n) + " free pages (" +
-                          std::to_string(num_pages_ - used_) + " of " + std::to_string(num_pages_) +
-                          " pages free); wait for column compaction"));
+  return num_pages_;
+}
+
+Result<uint32_t> PageAllocator::Allocate(uint32_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (n == 0 || n > num_pages_) {
+    return Err(Status::InvalidArgument("page allocator: cannot allocate " + std::to_string(n) + " pages of " +
+                                       std::to_string(num_pages_)));
+  }
+  uint32_t first = FindRunLocked(n);
+  if (first == num_pages_) {
+    return Err(Status::Busy("matrix container full: no run of " + std::to_string(n) + " free pages (" +
+                            std::to_string(num_pages_ - used_) + " of " + std::to_string(num_pages_) +
+                            " pages free); wait for column compaction"));
+  }
+  SetRangeLocked(first, n, true);
+  cursor_ = (first + n) % num_pages_;
+  return first;
+}
+
+Result<std::vector<std::pair<uint32_t, uint32_t>>> PageAllocator::AllocateRuns(uint32_t n, uint32_t min_run) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (n == 0 || n > num_pages_ - used_) {
+    return Err(Status::Busy("matrix container full: " + std::to_string(n) + " pages wanted, " +
+                            std::to_string(num_pages_ - used_) + " of " + std::to_string(num_pages_) +
+                            " pages free; wait for column compaction"));
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> runs;
+  uint32_t first = FindRunLocked(n);
+  if (first != num_pages_) {
+    SetRangeLocked(first, n, true);
+    cursor_ = (first + n) % num_pages_;
+    runs.emplace_back(first, n);
+    return runs;
+  }
+  uint32_t missing = n;
+  // One sweep over all pages from the cursor, taking free runs in order.
+  uint32_t p = cursor_, seen = 0, run_start = 0, run = 0;
+  auto take = [&](uint32_t start, uint32_t len) {
+    if (len >= min_run || len >= missing) {
+      uint32_t t = std::min(len, missing);
+      runs.emplace_back(start, t);
+      missing -= t;
+    }
+  };
+  while (seen < num_pages_ && missing > 0) {
+    if (p == 0 && run > 0) {  // a run does not wrap around the end
+      take(run_start, run);
+      run = 0;
+    }
+    if (!TestLocked(p)) {
+      if (run == 0) run_start = p;
+      run++;
+    } else if (run > 0) {
+      take(run_start, run);
+      run = 0;
+    }
+    p = p + 1 == num_pages_ ? 0 : p + 1;
+    seen++;
+  }
+  if (missing > 0 && run > 0) take(run_start, run);
+  if (missing > 0) {
+    return Err(Status::Busy("matrix container full: " + std::to_string(n) + " pages wanted in runs of at least " +
+                            std::to_string(min_run) + ", " + std::to_string(num_pages_ - used_) +
+                            " pages free but too scattered; wait for column compaction"));
+  }
+  for (auto [f, c] : runs) SetRangeLocked(f, c, true);
+  cursor_ = (runs.back().first + runs.back().second) % num_pages_;
+  return runs;
 }
 
 Status PageAllocator::Free(uint32_t first, uint32_t n) {

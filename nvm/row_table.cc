@@ -14,8 +14,15 @@ namespace {
 
 constexpr char kRowMagic[8] = {'M', 'X', 'F', 'S', 'R', 'O', 'W', '1'};
 constexpr uint32_t kMetaOffset = kRowPageSize;
-// Header fields end at byte 52; the checksum sits in the last 4 bytes.
+// Header fields end at byte 64; the checksum sits at 124; the extent table
+// (8 + 8 * K bytes from 128) fills the rest of page 0.
 static_assert(kRowHeaderSize == 128 && kRowHeaderSize <= kMetaOffset);
+constexpr uint32_t kExtentTable = 136;
+static_assert(kExtentTable + 8 * kRowMaxExtents <= kRowPageSize);
+
+uint32_t HeaderChecksum(const char* h, uint32_t extents) {
+  return Checksum32(h, 124, h + 128, 8 + 8 * size_t{extents});
+}
 // key off, key len, value off, value len, forward: five u32.
 static_assert(kRowMetaEntrySize == 5 * sizeof(uint32_t));
 
@@ -23,24 +30,23 @@ uint64_t PageAlign(uint64_t n) { return (n + kRowPageSize - 1) / kRowPageSize * 
 
 }  // namespace
 
-uint32_t RowTable::Field(uint32_t i, uint32_t off) const {
-  return DecodeFixed32(meta_ + size_t{i} * kRowMetaEntrySize + off);
-}
-
-Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& options, const char* base,
-                                                       uint32_t first_page, uint32_t page_count,
+Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& options, const char* area,
+                                                       uint32_t area_pages, uint32_t first_page, uint32_t page_count,
                                                        uint64_t expected_row_id, const std::string& where,
                                                        uint32_t live_from) {
   auto bad = [&where](const std::string& what) { return Err(Status::Corruption("RowTable at " + where + ": " + what)); };
+  if (first_page >= area_pages) return bad("header page " + std::to_string(first_page) + " is outside the area");
+  const char* base = area + uint64_t{first_page} * kRowPageSize;
   if (std::memcmp(base, kRowMagic, 8) != 0) return bad("bad magic (expected \"MXFSROW1\")");
-  uint32_t stored = DecodeFixed32(base + 124), computed = Checksum32(base, 124);
+  const uint32_t k = DecodeFixed32(base + 128);
+  if (k == 0 || k > kRowMaxExtents) return bad("extent count " + std::to_string(k) + " outside 1.." + std::to_string(kRowMaxExtents));
+  uint32_t stored = DecodeFixed32(base + 124), computed = HeaderChecksum(base, k);
   if (stored != computed) {
     char buf[96];
     std::snprintf(buf, sizeof(buf), "header checksum mismatch: stored 0x%08x, computed 0x%08x", stored, computed);
     return bad(buf);
   }
   std::shared_ptr<RowTable> t(new RowTable(options));  // private constructor
-  t->base_ = base;
   t->row_id_ = DecodeFixed64(base + 8);
   t->prev_row_id_ = DecodeFixed64(base + 16);
   t->n_ = DecodeFixed32(base + 24);
@@ -56,6 +62,29 @@ Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& op
   if (t->page_count_ != page_count) {
     return bad("page count " + std::to_string(t->page_count_) + ", the container root says " + std::to_string(page_count));
   }
+  // The extents: inside the area, the first one starting at the header, and
+  // together exactly page_count pages. extent_of[p]: the extent of logical page p.
+  std::vector<uint32_t> extent_of;
+  extent_of.reserve(page_count);
+  t->page_base_.reserve(page_count);
+  for (uint32_t e = 0; e < k; e++) {
+    uint32_t f = DecodeFixed32(base + kExtentTable + 8 * e), c = DecodeFixed32(base + kExtentTable + 8 * e + 4);
+    if (c == 0 || uint64_t{f} + c > area_pages || (e == 0 && f != first_page) ||
+        uint64_t{t->page_base_.size()} + c > page_count) {
+      return bad("extent " + std::to_string(e) + " [" + std::to_string(f) + ", +" + std::to_string(c) +
+                 ") is empty, outside the " + std::to_string(area_pages) + " data pages, or past the row's " +
+                 std::to_string(page_count) + " pages");
+    }
+    t->extents_.emplace_back(f, c);
+    for (uint32_t p = 0; p < c; p++) {
+      t->page_base_.push_back(area + (uint64_t{f} + p) * kRowPageSize);
+      extent_of.push_back(e);
+    }
+  }
+  if (t->page_base_.size() != page_count) {
+    return bad("extents hold " + std::to_string(t->page_base_.size()) + " pages, the header says " +
+               std::to_string(page_count));
+  }
   if (meta_off != kMetaOffset || meta_bytes != uint64_t{t->n_} * kRowMetaEntrySize ||
       t->data_offset_ < uint64_t{meta_off} + meta_bytes || t->data_offset_ % kRowPageSize != 0 ||
       uint64_t{t->data_offset_} + t->data_bytes_ > uint64_t{page_count} * kRowPageSize) {
@@ -63,19 +92,32 @@ Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& op
                "+" + std::to_string(meta_bytes) + ", data at " + std::to_string(t->data_offset_) + "+" +
                std::to_string(t->data_bytes_) + " in " + std::to_string(page_count) + " pages");
   }
-  t->meta_ = base + meta_off;
-  stored = DecodeFixed32(base + 48);
-  computed = Checksum32(t->meta_, meta_bytes);
-  if (stored != computed) {
-    char buf[96];
-    std::snprintf(buf, sizeof(buf), "metadata checksum mismatch: stored 0x%08x, computed 0x%08x", stored, computed);
-    return bad(buf);
+  {
+    // The metadata may span extents: gather it page by page to check it.
+    std::string meta;
+    meta.reserve(meta_bytes);
+    for (uint64_t off = meta_off; off < uint64_t{meta_off} + meta_bytes;) {
+      uint64_t n = std::min<uint64_t>(kRowPageSize - off % kRowPageSize, uint64_t{meta_off} + meta_bytes - off);
+      meta.append(t->page_base_[off / kRowPageSize] + off % kRowPageSize, n);
+      off += n;
+    }
+    stored = DecodeFixed32(base + 48);
+    computed = Checksum32(meta.data(), meta.size());
+    if (stored != computed) {
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "metadata checksum mismatch: stored 0x%08x, computed 0x%08x", stored, computed);
+      return bad(buf);
+    }
   }
   const uint64_t data_end = uint64_t{t->data_offset_} + t->data_bytes_;
+  auto one_extent = [&](uint64_t off, uint64_t len) {
+    return len == 0 || extent_of[off / kRowPageSize] == extent_of[(off + len - 1) / kRowPageSize];
+  };
   for (uint32_t i = 0; i < t->n_; i++) {
     uint64_t ko = t->Field(i, 0), kl = t->Field(i, 4), vo = t->Field(i, 8), vl = t->Field(i, 12);
-    if (ko < t->data_offset_ || ko + kl > data_end || vo < t->data_offset_ || vo + vl > data_end) {
-      return bad("entry " + std::to_string(i) + " points outside the data area");
+    if (ko < t->data_offset_ || ko + kl > data_end || vo < t->data_offset_ || vo + vl > data_end ||
+        !one_extent(ko, kl) || !one_extent(vo, vl)) {
+      return bad("entry " + std::to_string(i) + " points outside the data area or across an extent end");
     }
   }
   if (options.bloom_bits_per_key > 0 && live_from < t->n_) {
@@ -130,6 +172,17 @@ uint64_t RowTable::BytesBetween(uint32_t lo, uint32_t hi) const {
   return b - a + uint64_t{hi - lo} * kRowMetaEntrySize;
 }
 
+std::vector<PageRun> RowTable::PhysicalRuns(uint32_t begin, uint32_t end) const {
+  std::vector<PageRun> out;
+  uint32_t logical = 0;
+  for (auto [f, c] : extents_) {
+    uint32_t lo = std::max(begin, logical), hi = std::min(end, logical + c);
+    if (lo < hi) out.emplace_back(f + (lo - logical), hi - lo);
+    logical += c;
+  }
+  return out;
+}
+
 std::unique_ptr<Iterator> RowTable::NewIterator(uint32_t begin, uint32_t end) const {
   return std::make_unique<RowTableIterator>(this, begin, std::min(end, n_));
 }
@@ -141,29 +194,58 @@ void RowTableBuilder::Add(const Slice& key, const Slice& value) {
   entries_.push_back(e);
 }
 
-uint32_t RowTableBuilder::PagesNeeded() const {
-  uint64_t data_off = PageAlign(kMetaOffset + entries_.size() * kRowMetaEntrySize);
-  return static_cast<uint32_t>(PageAlign(data_off + data_.size()) / kRowPageSize);
+uint64_t RowTableBuilder::Place(const std::vector<uint32_t>& extent_pages, std::vector<uint64_t>* offsets) const {
+  uint64_t pos = PageAlign(kMetaOffset + entries_.size() * kRowMetaEntrySize);
+  size_t e = 0;
+  uint64_t e_end = extent_pages.empty() ? UINT64_MAX : uint64_t{extent_pages[0]} * kRowPageSize;
+  if (offsets) offsets->resize(entries_.size());
+  for (size_t i = 0; i < entries_.size(); i++) {
+    const uint64_t sz = uint64_t{entries_[i].key_len} + entries_[i].value_len;
+    // Skip extents that end at or before pos, then those too small for the rest.
+    while (e_end != UINT64_MAX && (pos >= e_end || (sz > 0 && pos + sz > e_end))) {
+      if (pos < e_end) pos = e_end;  // the rest of this extent stays empty
+      e++;
+      e_end = e < extent_pages.size() ? e_end + uint64_t{extent_pages[e]} * kRowPageSize : UINT64_MAX;
+    }
+    if (offsets) (*offsets)[i] = pos;
+    pos += sz;
+  }
+  return pos;
+}
+
+uint32_t RowTableBuilder::PagesFor(const std::vector<uint32_t>& extent_pages) const {
+  return static_cast<uint32_t>(std::min<uint64_t>(PageAlign(Place(extent_pages, nullptr)) / kRowPageSize, UINT32_MAX));
 }
 
 Result<std::string> RowTableBuilder::Finish(uint64_t row_id, const RowTable* prev, uint32_t prev_start,
-                                            uint64_t max_sequence) const {
+                                            uint64_t max_sequence, std::vector<PageRun> extents) const {
   if (entries_.empty()) return Err(Status::InvalidArgument("RowTable with no entries"));
-  const uint64_t meta_bytes = entries_.size() * kRowMetaEntrySize;
-  const uint64_t data_off = PageAlign(kMetaOffset + meta_bytes);
-  const uint64_t total = PageAlign(data_off + data_.size());
+  std::vector<uint32_t> sizes;
+  for (auto& r : extents) sizes.push_back(r.second);
+  std::vector<uint64_t> offs;
+  const uint64_t end = Place(sizes, &offs);
+  const uint64_t total = PageAlign(end);
   if (total > (uint64_t{1} << 32) - kRowPageSize) {
     return Err(Status::InvalidArgument("RowTable of " + std::to_string(total) + " bytes exceeds the 4 GiB row limit"));
   }
+  if (extents.empty()) extents.emplace_back(0, static_cast<uint32_t>(total / kRowPageSize));
+  uint64_t given = 0;
+  for (auto& r : extents) given += r.second;
+  if (given * kRowPageSize != total || extents.size() > kRowMaxExtents) {
+    return Err(Status::InvalidArgument("RowTable needs " + std::to_string(total / kRowPageSize) + " pages, its " +
+                                       std::to_string(extents.size()) + " extents hold " + std::to_string(given)));
+  }
+  const uint64_t meta_bytes = entries_.size() * kRowMetaEntrySize;
+  const uint64_t data_off = PageAlign(kMetaOffset + meta_bytes);
   std::string img(total, '\0');
   char* p = img.data();
-  std::memcpy(p + data_off, data_.data(), data_.size());
   char* meta = p + kMetaOffset;
   const uint32_t pn = prev ? prev->num_entries() : 0;
   uint32_t j = std::min(prev_start, pn);  // merge cursor in prev
   for (size_t i = 0; i < entries_.size(); i++) {
     const Entry& e = entries_[i];
-    uint32_t ko = static_cast<uint32_t>(data_off + e.key_off);
+    const uint32_t ko = static_cast<uint32_t>(offs[i]);
+    std::memcpy(p + ko, data_.data() + e.key_off, uint64_t{e.key_len} + e.value_len);
     Slice key(p + ko, e.key_len);
     while (j < pn && comparator_->Compare(prev->Key(j), key) < 0) j++;
     char* m = meta + i * kRowMetaEntrySize;
@@ -181,10 +263,15 @@ Result<std::string> RowTableBuilder::Finish(uint64_t row_id, const RowTable* pre
   EncodeFixed32(p + 32, kMetaOffset);
   EncodeFixed32(p + 36, static_cast<uint32_t>(meta_bytes));
   EncodeFixed32(p + 40, static_cast<uint32_t>(data_off));
-  EncodeFixed32(p + 44, static_cast<uint32_t>(data_.size()));
+  EncodeFixed32(p + 44, static_cast<uint32_t>(end - data_off));
   EncodeFixed32(p + 48, Checksum32(meta, meta_bytes));
   EncodeFixed64(p + 56, max_sequence);
-  EncodeFixed32(p + 124, Checksum32(p, 124));
+  EncodeFixed32(p + 128, static_cast<uint32_t>(extents.size()));
+  for (size_t e = 0; e < extents.size(); e++) {
+    EncodeFixed32(p + kExtentTable + 8 * e, extents[e].first);
+    EncodeFixed32(p + kExtentTable + 8 * e + 4, extents[e].second);
+  }
+  EncodeFixed32(p + 124, HeaderChecksum(p, static_cast<uint32_t>(extents.size())));
   return img;
 }
 

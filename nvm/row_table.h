@@ -1,40 +1,53 @@
 // RowTable: one flushed memtable in the matrix container, read in place.
 //
-// A row is one extent of contiguous container pages. Every reference in it
-// is relative to the row's first byte (page index = offset / 4096, in-page
-// offset = offset % 4096), so the pool may map at another address next time.
-// Media format (little-endian; also in man/matrixfs.5):
+// A row is a list of extents (runs of contiguous container data pages). The
+// extents, in order, form the row's *logical* space: logical page 0 is the
+// header, then the metadata, then the data. Every reference inside the row
+// is a logical byte offset (logical page index = offset / 4096, in-page
+// offset = offset % 4096), so the pool may map at another address next time
+// and a row need not be contiguous: column compaction frees pages one
+// column at a time, and new rows reuse the holes. Media format
+// (little-endian; also in man/matrixfs.5):
 //
-//   header, 128 bytes at offset 0 (the rest of page 0 is zero):
+//   header, at logical offset 0 (the rest of page 0 is zero):
 //     0  u64 magic "MXFSROW1"     8  u64 row id      16 u64 previous row id
-//     24 u32 entry count          28 u32 page count (the whole extent)
+//     24 u32 entry count          28 u32 page count (all extents)
 //     32 u32 metadata offset (4096)   36 u32 metadata bytes (20 * count)
 //     40 u32 data offset (page aligned, after the metadata)
 //     44 u32 data bytes           48 u32 Checksum32 of the metadata array
 //     52 u32 zero                 56 u64 max sequence (the flusher's tag:
 //        kvcore stores the highest sequence number in the row)
-//     64..123 zero                124 u32 Checksum32 of bytes 0..123
+//     64..123 zero
+//     124 u32 Checksum32 of bytes 0..123 followed by the extent table
+//     128 u32 extent count K (1..495)   132 u32 zero
+//     136 K extents of 8 bytes: u32 first data page, u32 page count
 //   metadata array: entry i is 20 bytes, entries sorted by key:
 //     0 u32 key offset   4 u32 key length   8 u32 value offset
 //     12 u32 value length
 //     16 u32 forward pointer: index of the first key >= this key in the
 //        previous (older) row, or that row's entry count if none
-//   data: key bytes then value bytes of entry 0, then entry 1, ...
+//   (a 4-byte field never crosses a page, so metadata may span extents)
+//   data: key bytes then value bytes of entry 0, then entry 1, ...; an
+//   entry never crosses an extent end (the builder skips to the next
+//   extent instead), so a key or value is always contiguous in PM.
 //
 // Because the data of entry i precedes that of entry i+1, the data pages
-// wholly below a key form a prefix of the data area: column compaction
-// frees them while the header and metadata stay until the whole row goes.
-// The header and metadata are checksummed and checked at open; data pages
-// are not (they may already be reused after a column compaction).
+// wholly below a key form a logical prefix of the data area: column
+// compaction frees them while the header and metadata stay until the whole
+// row goes. The header, extent table and metadata are checksummed and
+// checked at open; data pages are not (they may already be reused after a
+// column compaction).
 //
 // Thread-safety: a RowTable is immutable after Open; any number of threads
 // may read it. A RowTableBuilder is used by one thread.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/comparator.h"
@@ -47,6 +60,10 @@ namespace mxfs {
 inline constexpr size_t kRowHeaderSize = 128;
 inline constexpr size_t kRowMetaEntrySize = 20;
 inline constexpr uint32_t kRowPageSize = 4096;
+inline constexpr uint32_t kRowMaxExtents = 495;
+
+// A run of container data pages: (first page, page count).
+using PageRun = std::pair<uint32_t, uint32_t>;
 
 struct RowTableOptions {
   const Comparator* comparator = BytewiseComparator();
@@ -58,12 +75,14 @@ struct RowTableOptions {
 
 class RowTable {
  public:
-  // Checks and wraps the row at base (its first byte in PM). Corruption
-  // names `where` (pool path and offset), the field, expected and found.
-  // The bloom filter covers entries [live_from, n): keys below a compactor
-  // row's first live entry may sit on reused pages and are not read.
-  static Result<std::shared_ptr<const RowTable>> Open(const RowTableOptions& options, const char* base,
-                                                      uint32_t first_page, uint32_t page_count,
+  // Checks and wraps the row whose header is at data page first_page of
+  // the area [area, area + area_pages * 4096) (the container's data pages).
+  // Corruption names `where` (pool path and offset), the field, expected
+  // and found. The bloom filter covers entries [live_from, n): keys below a
+  // compactor row's first live entry may sit on reused pages and are not
+  // read.
+  static Result<std::shared_ptr<const RowTable>> Open(const RowTableOptions& options, const char* area,
+                                                      uint32_t area_pages, uint32_t first_page, uint32_t page_count,
                                                       uint64_t expected_row_id, const std::string& where,
                                                       uint32_t live_from = 0);
 
@@ -81,8 +100,11 @@ class RowTable {
   uint64_t data_bytes() const { return data_bytes_; }
   uint64_t max_sequence() const { return max_sequence_; }
 
-  Slice Key(uint32_t i) const { return Slice(base_ + Field(i, 0), Field(i, 4)); }
-  Slice Value(uint32_t i) const { return Slice(base_ + Field(i, 8), Field(i, 12)); }
+  Slice Key(uint32_t i) const { return Slice(Addr(Field(i, 0)), Field(i, 4)); }
+  Slice Value(uint32_t i) const { return Slice(Addr(Field(i, 8)), Field(i, 12)); }
+  const std::vector<PageRun>& extents() const { return extents_; }
+  // The physical page runs that hold logical pages [begin, end).
+  std::vector<PageRun> PhysicalRuns(uint32_t begin, uint32_t end) const;
   uint32_t Forward(uint32_t i) const { return Field(i, 16); }
 
   // First index in [lo, hi) whose key >= target, or hi.
@@ -104,12 +126,18 @@ class RowTable {
 
  private:
   explicit RowTable(const RowTableOptions& options) : options_(options) {}
-  uint32_t Field(uint32_t i, uint32_t off) const;
+  uint32_t Field(uint32_t i, uint32_t off) const {
+    uint64_t lo = kRowPageSize + uint64_t{i} * kRowMetaEntrySize + off;
+    uint32_t v;
+    std::memcpy(&v, page_base_[lo / kRowPageSize] + lo % kRowPageSize, 4);
+    return v;
+  }
+  const char* Addr(uint32_t off) const { return page_base_[off / kRowPageSize] + off % kRowPageSize; }
   Slice FilterKey(const Slice& k) const { return options_.filter_key ? options_.filter_key(k) : k; }
 
   RowTableOptions options_;
-  const char* base_ = nullptr;
-  const char* meta_ = nullptr;
+  std::vector<const char*> page_base_;  // logical page -> its address in PM
+  std::vector<PageRun> extents_;
   uint64_t row_id_ = 0;
   uint64_t prev_row_id_ = 0;
   uint64_t max_sequence_ = 0;
@@ -147,28 +175,40 @@ class RowTableIterator final : public Iterator {
 };
 
 // Builds a row image in DRAM: header, metadata (with forward pointers into
-// the previous row) and data, padded to whole pages, ready for one copy.
+// the previous row) and data, laid out over the row's extents, ready for one
+// non-temporal copy per extent.
 class RowTableBuilder {
  public:
   explicit RowTableBuilder(const Comparator* comparator) : comparator_(comparator) {}
   // Keys must be strictly increasing in the comparator's order.
   void Add(const Slice& key, const Slice& value);
   uint32_t num_entries() const { return static_cast<uint32_t>(entries_.size()); }
-  // Pages the image will take.
-  uint32_t PagesNeeded() const;
-  // The image. prev: the next older row (nullptr if none); its forward
-  // pointers are computed by one merge pass over prev's entries from
-  // prev_start on (a compactor row's earlier keys may be on reused pages and
-  // are not read; pointers below prev_start read as prev_start, which is
-  // what a search clamped to prev's live entries needs). InvalidArgument if
-  // the row would exceed 4 GiB (offsets are 32-bit) or has no entries.
+  // Pages the image takes in one contiguous extent.
+  uint32_t PagesNeeded() const { return PagesFor({}); }
+  // Pages the image takes when its first extents have these sizes (the
+  // last one is taken to extend as far as needed): entries that would
+  // cross an extent end move to the next extent.
+  uint32_t PagesFor(const std::vector<uint32_t>& extent_pages) const;
+  // The image over exactly these extents (their pages must total
+  // PagesFor(their sizes)); empty extents means one extent at page 0.
+  // prev: the next older row (nullptr if none); its forward pointers are
+  // computed by one merge pass over prev's entries from prev_start on (a
+  // compactor row's earlier keys may be on reused pages and are not read;
+  // pointers below prev_start read as prev_start, which is what a search
+  // clamped to prev's live entries needs). InvalidArgument if the row would
+  // exceed 4 GiB (offsets are 32-bit), has more than kRowMaxExtents
+  // extents, or has no entries.
   Result<std::string> Finish(uint64_t row_id, const RowTable* prev, uint32_t prev_start = 0,
-                             uint64_t max_sequence = 0) const;
+                             uint64_t max_sequence = 0, std::vector<PageRun> extents = {}) const;
 
  private:
   struct Entry {
     uint32_t key_off, key_len, value_len;
   };
+  // Logical offset of each entry's data given the extent sizes; returns the
+  // end of the data.
+  uint64_t Place(const std::vector<uint32_t>& extent_pages, std::vector<uint64_t>* offsets) const;
+
   const Comparator* comparator_;
   std::string data_;
   std::vector<Entry> entries_;

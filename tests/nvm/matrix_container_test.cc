@@ -442,7 +442,7 @@ TEST_CASE("MatrixContainer: reads and reopen never look at compacted pages reuse
   REQUIRE(*f.c->SwitchReceiverToCompactor());
   m.Switch();
   const RowTable& bt = *f.c->Current()->rows().front().table;
-  const uint32_t data_first = bt.first_page() + bt.meta_pages();
+  const uint32_t data_first = bt.PhysicalRuns(bt.meta_pages(), bt.meta_pages() + 1).at(0).first;
   REQUIRE(f.c->MarkColumnCompacted("k00600000").ok());
   m.Compact("k00600000");
   const uint32_t freed = f.c->Current()->rows().front().freed_data_pages;
@@ -606,4 +606,53 @@ TEST_CASE("MatrixContainer: hints narrow the search in older rows to a few compa
   // Full search: ~12 comparisons per row; hinted: ~12 in the newest row,
   // then a window of a few entries per older row.
   CHECK(counts[1] * 2 < counts[0]);
+}
+
+TEST_CASE("MatrixContainer: a row spreads over the holes column compaction leaves", "[pm]") {
+  Fixture f(8ull << 20, 1.0);
+  Random rnd(95);
+  Model m;
+  // Fill the container with rows, then compact the lower half of the keys:
+  // every row frees a hole of about half its size, and no hole is as large
+  // as a row.
+  int rows = 0;
+  for (;;) {
+    KVs kv = RandomRow(&rnd, 3000, 1000000, "r" + std::to_string(rows));
+    VectorIterator in(kv);
+    auto id = f.c->AddRow(&in);
+    if (!id) break;
+    m.rows.insert(m.rows.begin(), Model::Row{kv, false});
+    rows++;
+  }
+  REQUIRE(rows >= 3);
+  REQUIRE(f.c->GetStats().compactor_rows == static_cast<uint32_t>(rows));  // the Busy flush switched
+  m.Switch();
+  REQUIRE(f.c->MarkColumnCompacted("k00500000").ok());
+  m.Compact("k00500000");
+  const uint32_t row_pages = f.c->Current()->rows().front().table->page_count();
+  CHECK(f.c->allocator().LargestFreeRun() < row_pages);
+  KVs kv = RandomRow(&rnd, 3000, 1000000, "spread");
+  VectorIterator in(kv);
+  auto id = f.c->AddRow(&in);
+  REQUIRE(id.has_value());
+  m.rows.insert(m.rows.begin(), Model::Row{kv, false});
+  auto v = f.c->Current();
+  const RowTable& t = *v->rows().front().table;
+  CHECK(t.extents().size() > 1);
+  for (int round = 0; round < 2; round++) {
+    auto all = m.All();
+    auto it = f.c->NewIterator();
+    size_t n = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next(), n++) {
+      REQUIRE(it->key() == Slice(all[n].first));
+      REQUIRE(it->value() == Slice(all[n].second));
+    }
+    CHECK(n == all.size());
+    it.reset();
+    uint32_t live = 0;
+    for (const RowRef& r : f.c->Current()->rows()) live += r.table->page_count() - r.freed_data_pages;
+    CHECK(f.c->GetStats().pages_used == live);
+    f.Reopen();
+  }
+  CHECK(f.c->Current()->rows().front().table->extents().size() > 1);
 }

@@ -69,3 +69,29 @@ TEST_CASE("PageAllocator: state rebuilt from the live extents equals the origina
     CHECK(b.IsUsed(f + n - 1));
   }
 }
+
+TEST_CASE("PageAllocator: AllocateRuns gathers holes of at least min_run, all or nothing") {
+  PageAllocator a(100);
+  // Pages in use: [0,10) [20,30) [33,60) [70,100); holes: 10, 3, 10.
+  REQUIRE(a.MarkUsed(0, 10).ok());
+  REQUIRE(a.MarkUsed(20, 10).ok());
+  REQUIRE(a.MarkUsed(33, 27).ok());
+  REQUIRE(a.MarkUsed(70, 30).ok());
+  auto too_many = a.AllocateRuns(21, 4);  // the 3-page hole is below min_run
+  REQUIRE_FALSE(too_many.has_value());
+  CHECK(too_many.error().IsBusy());
+  CHECK(a.used_pages() == 77);  // nothing taken
+  auto runs = a.AllocateRuns(15, 4);
+  REQUIRE(runs.has_value());
+  uint32_t total = 0;
+  for (auto [f, n] : *runs) {
+    CHECK((n >= 4 || total + n == 15));
+    for (uint32_t p = f; p < f + n; p++) CHECK(a.IsUsed(p));
+    total += n;
+  }
+  CHECK(total == 15);
+  CHECK(runs->size() == 2);
+  auto one = a.AllocateRuns(3, 4);  // exactly what is missing may be short
+  REQUIRE(one.has_value());
+  CHECK(a.used_pages() == 95);
+}

@@ -34,7 +34,8 @@ DramRow BuildDram(const KVs& kv, uint64_t id, const RowTable* prev, const RowTab
   DramRow r;
   r.mem.reset(static_cast<char*>(std::aligned_alloc(kRowPageSize, img->size())));
   std::memcpy(r.mem.get(), img->data(), img->size());
-  auto t = RowTable::Open(o, r.mem.get(), 0, static_cast<uint32_t>(img->size() / kRowPageSize), id, "dram");
+  const uint32_t pages = static_cast<uint32_t>(img->size() / kRowPageSize);
+  auto t = RowTable::Open(o, r.mem.get(), pages, 0, pages, id, "dram");
   REQUIRE(t.has_value());
   r.table = *t;
   return r;
@@ -106,13 +107,13 @@ TEST_CASE("RowTable: damaged metadata is reported with the place and checksums")
   Random rnd(9);
   DramRow r = BuildDram(RandomRow(&rnd, 100, 1000, "c"), 3, nullptr);
   r.mem.get()[kRowPageSize + 5] ^= 0x40;
-  auto t = RowTable::Open({}, r.mem.get(), 0, r.table->page_count(), 3, "pool X offset 1234");
+  auto t = RowTable::Open({}, r.mem.get(), r.table->page_count(), 0, r.table->page_count(), 3, "pool X offset 1234");
   REQUIRE_FALSE(t.has_value());
   CHECK(t.error().IsCorruption());
   std::string m(t.error().message());
   CHECK(m.find("pool X offset 1234") != std::string::npos);
   CHECK(m.find("metadata checksum mismatch") != std::string::npos);
-  auto wrong_id = RowTable::Open({}, r.mem.get(), 0, r.table->page_count(), 4, "here");
+  auto wrong_id = RowTable::Open({}, r.mem.get(), r.table->page_count(), 0, r.table->page_count(), 4, "here");
   REQUIRE_FALSE(wrong_id.has_value());
   CHECK(std::string(wrong_id.error().message()).find("expects 4") != std::string::npos);
 }
@@ -163,8 +164,8 @@ TEST_CASE("RowTable: a header whose metadata size wraps 32 bits is refused, not 
   EncodeFixed32(h + 24, n);
   EncodeFixed32(h + 36, n * 20);
   EncodeFixed32(h + 40, 4096);
-  EncodeFixed32(h + 124, Checksum32(h, 124));
-  auto t = RowTable::Open({}, h, 0, r.table->page_count(), 5, "dram");
+  EncodeFixed32(h + 124, Checksum32(h, 124, h + 128, 8 + 8));  // header and its one extent
+  auto t = RowTable::Open({}, h, r.table->page_count(), 0, r.table->page_count(), 5, "dram");
   REQUIRE_FALSE(t.has_value());
   CHECK(std::string(t.error().message()).find("inconsistent geometry") != std::string::npos);
 }
