@@ -953,7 +953,10 @@ Status DBImpl::Flush() {
 Status DBImpl::CompactRange(const Slice* begin, const Slice* end) {
   MXFS_RETURN_IF_ERROR(Flush());
   std::unique_lock<std::mutex> l(mu_);
-  int max_level_with_files = 1;
+  // Every level down to the deepest one holding the range is compacted into
+  // the next, the deepest included (unless it is the last level), so that
+  // its tombstones and overwritten entries go too.
+  int max_level_with_files = 0;
   {
     auto v = versions_->current();
     for (int level = 1; level < v->num_levels(); level++) {
@@ -963,7 +966,7 @@ Status DBImpl::CompactRange(const Slice* begin, const Slice* end) {
   InternalKey begin_key, end_key;
   if (begin) begin_key = InternalKey(*begin, kMaxSequenceNumber, kValueTypeForSeek);
   if (end) end_key = InternalKey(*end, 0, static_cast<ValueType>(0));
-  for (int level = 0; level < max_level_with_files && level + 1 < ctx_.options.num_levels; level++) {
+  for (int level = 0; level <= max_level_with_files && level + 1 < ctx_.options.num_levels; level++) {
     ManualCompaction m;
     m.level = level;
     m.begin = begin ? &begin_key : nullptr;
