@@ -510,6 +510,7 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
   while (true) {
     MXFS_RETURN_IF_ERROR(WritableStatus());
     if (shutting_down_) return Status::InvalidArgument("database " + ctx_.dbname + " is closing");
+    if (force && mem_->Empty()) return Status::OK();  // nothing to switch out
     const int l0_runs = level0_->NumRuns(*versions_->current());
     if (allow_delay && l0_runs >= slowdown) {
       // Many L0 runs: give compaction a millisecond, once per write.
@@ -530,7 +531,6 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       bg_cv_.wait(l);
       stall_stop_us_ += NowMicros() - start;
     } else {
-      if (force && mem_->Empty()) return Status::OK();
       uint64_t number = 0;
       std::unique_ptr<WalWriter> log;
       Status s = NewLog(&l, &number, &log);
