@@ -24,6 +24,22 @@
 // open gets an 'O' key in the unlinking batch and is reclaimed at its last
 // release or, after a crash, at mount.
 //
+// readdir: entries come from a DB iterator over the prefix 'D' dir, in name
+// order, so a listing needs constant memory however large the directory.
+// The offset (cookie) of an entry is a per-handle counter; the handle keeps
+// the names of the entries of its last reply (one buffer's worth) with their
+// cookies, and the next call Seeks the iterator just past the name behind
+// the kernel's offset. Entries added or removed meanwhile therefore never
+// make the listing repeat or skip the others. '.', '..' (and '.matrixfs' at
+// the root) take the first cookies. readdirplus counts a lookup for every
+// entry it returns except '.' and '..'.
+//
+// Kernel caches: entries, negative entries and attributes are cached for a
+// day (entry/attr timeout 86400 s). That is safe because every change goes
+// through this daemon and therefore through the kernel, which updates or
+// invalidates its caches on each reply; the .matrixfs files use 1 s and
+// direct_io instead.
+//
 // Thread-safety: all public members are thread-safe; the per-inode stripe
 // locks serialise operations on the same inode. A stripe lock is held across
 // the KV write of the operation it protects (that is what makes the

@@ -39,6 +39,7 @@ struct Args {
   bool foreground = false;
   bool debug = false;
   bool format = false;
+  bool format_opts = false;  // inline_limit=, block_size= or label= given
   bool read_only = false;
   bool allow_other = false;
   Superblock sb = Superblock::New();
@@ -87,9 +88,14 @@ void ParseOptions(const std::string& list, Args* a) {
     if (key == "format") a->format = true;
     else if (key == "inline_limit") {
       if (!ParseSize(val, &a->sb.inline_limit)) Usage(("bad inline_limit \"" + val + "\"").c_str());
+      a->format_opts = true;
     } else if (key == "block_size") {
       if (!ParseSize(val, &a->sb.block_size)) Usage(("bad block_size \"" + val + "\"").c_str());
-    } else if (key == "label") a->sb.label = val;
+      a->format_opts = true;
+    } else if (key == "label") {
+      a->sb.label = val;
+      a->format_opts = true;
+    }
     else if (key == "debug") a->debug = a->foreground = true;
     else if (key == "ro") { a->read_only = true; a->passthrough.push_back("ro"); }
     else if (key == "rw") a->read_only = false;
@@ -234,6 +240,10 @@ int Main(int argc, char** argv) {
   // kernel checks permissions (default_permissions is always on).
   if (::geteuid() == 0) a.allow_other = true;
   struct stat st;
+  if (a.format_opts && !a.format) {
+    std::fprintf(stderr, "matrixfs: warning: inline_limit, block_size and label apply only with -o format; "
+                         "%s keeps the values it was formatted with\n", a.datadir.c_str());
+  }
   if (a.format) {
     Status s = MatrixFs::Format(a.datadir, a.sb);
     if (!s.ok()) {
