@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <atomic>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "kvcore/include/db.h"
@@ -369,4 +371,74 @@ TEST_CASE("DB: compaction drops tombstones at the bottom unless a snapshot needs
   // Nothing is visible and nothing below needs hiding: the tree is empty.
   CHECK(total_files() == 0);
   CHECK(Contents(db.get()) == "");
+}
+
+TEST_CASE("DB: readers never see a value go backwards while writers, flushes and compactions run") {
+  TempDir dir;
+  Options o = SmallOptions();
+  o.write_buffer_size = 8 << 10;
+  auto db = OpenOrDie(o, dir.Sub("db"));
+  constexpr int kWriters = 2, kKeys = 50, kRounds = 150;
+  std::atomic<bool> done{false};
+  std::atomic<int> errors{0};
+  std::atomic<uint64_t> reads{0};
+  auto value_of = [](int round) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "%08d", round);
+    return std::string(buf) + std::string(60, 'p');
+  };
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; w++) {
+    threads.emplace_back([&, w] {
+      for (int round = 0; round < kRounds; round++) {
+        WriteBatch b;
+        for (int k = 0; k < kKeys; k++) b.Put("w" + std::to_string(w) + Key(k), value_of(round));
+        if (!db->Write(WriteOptions(), &b).ok()) errors++;
+      }
+    });
+  }
+  for (int r = 0; r < 2; r++) {
+    threads.emplace_back([&, r] {
+      std::vector<int> last(kWriters * kKeys, -1);
+      while (!done.load()) {
+        if (r == 0) {
+          for (int w = 0; w < kWriters; w++) {
+            for (int k = 0; k < kKeys; k += 7) {
+              std::string v;
+              Status s = db->Get(ReadOptions(), "w" + std::to_string(w) + Key(k), &v);
+              if (s.IsNotFound()) continue;
+              if (!s.ok()) {
+                errors++;
+                continue;
+              }
+              const int round = std::stoi(v.substr(0, 8));
+              if (round < last[w * kKeys + k]) errors++;
+              last[w * kKeys + k] = round;
+            }
+          }
+        } else {
+          // A batch is atomic: one iterator sees all keys of a writer at one round.
+          auto it = db->NewIterator(ReadOptions());
+          std::map<int, std::set<std::string>> rounds_by_writer;
+          for (it->SeekToFirst(); it->Valid(); it->Next()) {
+            const int w = it->key()[1] - '0';
+            rounds_by_writer[w].insert(it->value().ToString().substr(0, 8));
+          }
+          if (!it->status().ok()) errors++;
+          for (const auto& [w, rounds] : rounds_by_writer) {
+            if (rounds.size() != 1) errors++;
+          }
+        }
+        reads++;
+      }
+    });
+  }
+  for (int w = 0; w < kWriters; w++) threads[w].join();
+  done = true;
+  for (size_t i = kWriters; i < threads.size(); i++) threads[i].join();
+  CHECK(errors.load() == 0);
+  CHECK(reads.load() > 0);
+  for (int w = 0; w < kWriters; w++) {
+    for (int k = 0; k < kKeys; k++) CHECK(Get(db.get(), "w" + std::to_string(w) + Key(k)) == value_of(kRounds - 1));
+  }
 }
