@@ -547,6 +547,11 @@ void MatrixFs::FillStat(uint64_t ino, const InodeAttr& a, struct stat* st) const
   st->st_size = static_cast<off_t>(a.size);
   st->st_blksize = sb_.block_size;
   st->st_blocks = static_cast<blkcnt_t>((a.size + 511) / 512);
+  if (a.storage == Storage::kObject) {
+    // Sparse large files: report what their object really occupies.
+    struct stat ost;
+    if (::stat(ObjectPath(ino).c_str(), &ost) == 0) st->st_blocks = ost.st_blocks;
+  }
   st->st_atim = ToTimespec(a.atime_ns);
   st->st_mtim = ToTimespec(a.mtime_ns);
   st->st_ctim = ToTimespec(a.ctime_ns);

@@ -256,6 +256,11 @@ TEST_CASE("Mount: truncate, holes, fallocate, SEEK_DATA/SEEK_HOLE and O_APPEND",
   REQUIRE(write(fd, "34", 2) == 2);
   close(fd);
   REQUIRE(ReadAll(m.P("app")) == "1234");
+  // After a remount (fresh attributes) the sparse large file's hole takes no space.
+  REQUIRE(m.Stop() == 0);
+  m.Start();
+  REQUIRE(St(m.P("L")).st_size == (1 << 20) + 4096);
+  REQUIRE(St(m.P("L")).st_blocks < (1 << 20) / 512);
 }
 
 TEST_CASE("Mount: files cross the inline limit and keep their bytes across remounts", "[fuse][mount]") {
