@@ -20,8 +20,10 @@ static_assert(kRowHeaderSize == 128 && kRowHeaderSize <= kMetaOffset);
 constexpr uint32_t kExtentTable = 136;
 static_assert(kExtentTable + 8 * kRowMaxExtents <= kRowPageSize);
 
+// K == 0 is the common single-extent row: no table, and the checksum covers
+// bytes 0..123 only.
 uint32_t HeaderChecksum(const char* h, uint32_t extents) {
-  return Checksum32(h, 124, h + 128, 8 + 8 * size_t{extents});
+  return extents == 0 ? Checksum32(h, 124) : Checksum32(h, 124, h + 128, 8 + 8 * size_t{extents});
 }
 // key off, key len, value off, value len, forward: five u32.
 static_assert(kRowMetaEntrySize == 5 * sizeof(uint32_t));
@@ -39,7 +41,7 @@ Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& op
   const char* base = area + uint64_t{first_page} * kRowPageSize;
   if (std::memcmp(base, kRowMagic, 8) != 0) return bad("bad magic (expected \"MXFSROW1\")");
   const uint32_t k = DecodeFixed32(base + 128);
-  if (k == 0 || k > kRowMaxExtents) return bad("extent count " + std::to_string(k) + " outside 1.." + std::to_string(kRowMaxExtents));
+  if (k > kRowMaxExtents) return bad("extent count " + std::to_string(k) + " above " + std::to_string(kRowMaxExtents));
   uint32_t stored = DecodeFixed32(base + 124), computed = HeaderChecksum(base, k);
   if (stored != computed) {
     char buf[96];
@@ -67,8 +69,12 @@ Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& op
   std::vector<uint32_t> extent_of;
   extent_of.reserve(page_count);
   t->page_base_.reserve(page_count);
-  for (uint32_t e = 0; e < k; e++) {
-    uint32_t f = DecodeFixed32(base + kExtentTable + 8 * e), c = DecodeFixed32(base + kExtentTable + 8 * e + 4);
+  for (uint32_t e = 0; e < std::max(k, 1u); e++) {
+    uint32_t f = first_page, c = page_count;  // K == 0: one extent, the whole row
+    if (k > 0) {
+      f = DecodeFixed32(base + kExtentTable + 8 * e);
+      c = DecodeFixed32(base + kExtentTable + 8 * e + 4);
+    }
     if (c == 0 || uint64_t{f} + c > area_pages || (e == 0 && f != first_page) ||
         uint64_t{t->page_base_.size()} + c > page_count) {
       return bad("extent " + std::to_string(e) + " [" + std::to_string(f) + ", +" + std::to_string(c) +
@@ -266,12 +272,15 @@ Result<std::string> RowTableBuilder::Finish(uint64_t row_id, const RowTable* pre
   EncodeFixed32(p + 44, static_cast<uint32_t>(end - data_off));
   EncodeFixed32(p + 48, Checksum32(meta, meta_bytes));
   EncodeFixed64(p + 56, max_sequence);
-  EncodeFixed32(p + 128, static_cast<uint32_t>(extents.size()));
-  for (size_t e = 0; e < extents.size(); e++) {
+  // One extent needs no table (K = 0): the slot's header page and the page
+  // count say it all.
+  const uint32_t k = extents.size() == 1 ? 0 : static_cast<uint32_t>(extents.size());
+  EncodeFixed32(p + 128, k);
+  for (size_t e = 0; e < k; e++) {
     EncodeFixed32(p + kExtentTable + 8 * e, extents[e].first);
     EncodeFixed32(p + kExtentTable + 8 * e + 4, extents[e].second);
   }
-  EncodeFixed32(p + 124, HeaderChecksum(p, static_cast<uint32_t>(extents.size())));
+  EncodeFixed32(p + 124, HeaderChecksum(p, k));
   return img;
 }
 

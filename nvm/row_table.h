@@ -18,8 +18,10 @@
 //     52 u32 zero                 56 u64 max sequence (the flusher's tag:
 //        kvcore stores the highest sequence number in the row)
 //     64..123 zero
-//     124 u32 Checksum32 of bytes 0..123 followed by the extent table
-//     128 u32 extent count K (1..495)   132 u32 zero
+//     124 u32 Checksum32 of bytes 0..123, followed by bytes 128..135+8K
+//         when K > 0
+//     128 u32 extent count K (0..495; 0: one extent, the page count long,
+//         at the header page, and no table)   132 u32 zero
 //     136 K extents of 8 bytes: u32 first data page, u32 page count
 //   metadata array: entry i is 20 bytes, entries sorted by key:
 //     0 u32 key offset   4 u32 key length   8 u32 value offset
