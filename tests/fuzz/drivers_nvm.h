@@ -49,13 +49,33 @@ inline PoolCreateOptions FuzzPoolOptions() {
 
 // ---- checksum fixups -------------------------------------------------------
 
-inline void FixRowChecksums(char* base, uint64_t size) {
-  if (size < kRowHeaderSize) return;
-  const uint64_t n = DecodeFixed32(base + 24);
-  if (kRowPageSize + n * kRowMetaEntrySize <= size) {
-    EncodeFixed32(base + 48, Checksum32(base + kRowPageSize, n * kRowMetaEntrySize));
+// The row whose header is at page first of the area [area, area + pages *
+// 4096): the metadata checksum (the metadata gathered through the extent
+// table, page by page), then the header checksum over bytes 0..123 and the
+// extent table.
+inline void FixRowChecksums(char* area, uint64_t area_pages, uint64_t first) {
+  if (first >= area_pages) return;
+  char* h = area + first * kRowPageSize;
+  const uint32_t k = DecodeFixed32(h + 128);
+  if (k == 0 || k > kRowMaxExtents) return;
+  const uint64_t n = DecodeFixed32(h + 24);
+  std::vector<const char*> pages;  // logical page -> address
+  for (uint32_t e = 0; e < k && pages.size() <= area_pages; e++) {
+    const uint64_t f = DecodeFixed32(h + 136 + 8 * e), c = DecodeFixed32(h + 136 + 8 * e + 4);
+    if (f + c > area_pages) break;
+    for (uint64_t i = 0; i < c && pages.size() <= area_pages; i++) pages.push_back(area + (f + i) * kRowPageSize);
   }
-  EncodeFixed32(base + 124, Checksum32(base, 124));
+  const uint64_t meta_end = kRowPageSize + n * kRowMetaEntrySize;
+  if (meta_end <= pages.size() * kRowPageSize) {
+    std::string meta;
+    for (uint64_t off = kRowPageSize; off < meta_end;) {
+      const uint64_t len = std::min<uint64_t>(kRowPageSize - off % kRowPageSize, meta_end - off);
+      meta.append(pages[off / kRowPageSize] + off % kRowPageSize, len);
+      off += len;
+    }
+    EncodeFixed32(h + 48, Checksum32(meta.data(), meta.size()));
+  }
+  EncodeFixed32(h + 124, Checksum32(h, 124, h + 128, 8 + 8 * size_t{k}));
 }
 
 inline void FixWalChecksums(char* region, uint64_t size) {
@@ -105,7 +125,7 @@ inline void FixContainerChecksums(char* r, uint64_t size) {
     const uint64_t loc = DecodeFixed64(slots + 16 * s);
     const uint64_t first = static_cast<uint32_t>(loc), count = loc >> 32;
     if (count == 0 || first + count > data_pages) continue;
-    FixRowChecksums(data + first * kPoolPageSize, count * kPoolPageSize);
+    FixRowChecksums(data, data_pages, first);
   }
 }
 
@@ -136,33 +156,20 @@ inline Status ExerciseRowTable(const RowTable& t) {
   return ExerciseIterator(it.get(), &keys);
 }
 
-// RowTable::Open is changing from (options, base, first_page, page_count,
-// ...) to (options, area, area_pages, first_page, page_count, ...), which
-// bounds the row by its area; this calls whichever the tree has.
-template <typename R = RowTable>
-Result<std::shared_ptr<const RowTable>> OpenRow(const RowTableOptions& o, const char* area, uint32_t area_pages,
-                                                uint32_t first, uint32_t count, uint64_t id,
-                                                const std::string& where, uint32_t live_from) {
-  if constexpr (requires { R::Open(o, area, area_pages, first, count, id, where, live_from); }) {
-    return R::Open(o, area, area_pages, first, count, id, where, live_from);
-  } else {
-    return R::Open(o, area + uint64_t{first} * kRowPageSize, first, count, id, where, live_from);
-  }
-}
-
 inline Status RunRowTable(const uint8_t* data, size_t size) {
   if (size == 0) return Status::OK();
   const uint8_t flags = data[0];
   const size_t n = size - 1;
   std::string buf(std::max<size_t>(kRowPageSize, (n + kRowPageSize - 1) / kRowPageSize * kRowPageSize), '\0');
   std::memcpy(buf.data(), data + 1, n);
-  if (flags & kFixChecksums) FixRowChecksums(buf.data(), buf.size());
+  if (flags & kFixChecksums) FixRowChecksums(buf.data(), buf.size() / kRowPageSize, 0);
   const uint32_t have_pages = static_cast<uint32_t>(buf.size() / kRowPageSize);
   const uint32_t header_pages = DecodeFixed32(buf.data() + 28);
   const uint32_t pages = header_pages <= have_pages ? header_pages : have_pages;
   const uint32_t live_from = (flags & 2) ? DecodeFixed32(buf.data() + 24) / 2 : 0;
   RowTableOptions options;
-  auto t = OpenRow(options, buf.data(), have_pages, 0, pages, DecodeFixed64(buf.data() + 8), "fuzz row", live_from);
+  auto t = RowTable::Open(options, buf.data(), have_pages, 0, pages, DecodeFixed64(buf.data() + 8), "fuzz row",
+                          live_from);
   if (!t) return t.error();
   return ExerciseRowTable(**t);
 }
