@@ -1,5 +1,7 @@
 #include "ssd/io_ring.h"
 
+#include <unistd.h>
+
 #include <sys/uio.h>
 
 #include <atomic>
@@ -22,10 +24,23 @@ IoRing* IoRing::ForThisThread() {
   struct Slot {
     std::unique_ptr<IoRing> ring;
     bool tried = false;
+    pid_t pid = 0;
   };
   thread_local Slot slot;  // destroyed at thread exit, which tears the ring down
+  const pid_t pid = getpid();
+  if (slot.tried && slot.pid != pid) {
+    // This thread is the forked copy of the thread that made the ring: the
+    // ring is the parent's io_uring instance, shared through the inherited
+    // fd. Using it would steal the parent's completions, and unregistering
+    // its buffers would unregister them for the parent. Drop our copy of the
+    // fd and mappings only, and make a ring of our own.
+    if (slot.ring) slot.ring->registered_ = false;
+    slot.ring.reset();
+    slot.tried = false;
+  }
   if (!slot.tried) {
     slot.tried = true;
+    slot.pid = pid;
     auto ring = std::make_unique<IoRing>(PrivateTag{});
     if (ring->Init()) slot.ring = std::move(ring);
   }
