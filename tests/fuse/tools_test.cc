@@ -138,7 +138,8 @@ TEST_CASE("Tools: fio verifies sequential and random I/O, buffered and O_DIRECT"
   }
   MountFixture m;
   std::string common = "fio --output-format=terse --directory=" + m.mnt() +
-                       " --size=12m --verify=crc32c --do_verify=1 --verify_fatal=1 --ioengine=psync";
+                       " --size=12m --verify=crc32c --do_verify=1 --verify_fatal=1 --ioengine=psync"
+                       " --verify_state_save=0";  // no local-*-verify.state files in the cwd
   Sh(common + " --name=seq --rw=write --bs=128k", m.root());
   Sh(common + " --name=rand --rw=randwrite --bs=4k --size=4m", m.root());
   Sh(common + " --name=seqdirect --rw=write --bs=64k --direct=1", m.root());
