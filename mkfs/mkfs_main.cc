@@ -1,0 +1,221 @@
+// mkfs.matrixfs: formats a MatrixFS instance (man/mkfs.matrixfs.8).
+//
+//   mkfs.matrixfs [options] [--pool PATH] DATADIR
+//
+// Writes the superblock (UUID, format version, geometry, label, pool path
+// and size), the database with the root directory owned by the caller, and
+// data/. Without -f an existing instance (or any non-empty DATADIR) is
+// refused with what was found; -n prints the plan and touches nothing.
+//
+// The persistent-memory pool: the engine does not open pools yet
+// (Options.nvm_path is refused), so the pool path and size are recorded in
+// the superblock only; the pool file is neither created nor sized.
+//
+// Exit: 0 formatted, 1 error, 16 usage.
+#include <ftw.h>
+#include <getopt.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+
+#include "fuse/matrix_fs.h"
+#include "fuse/superblock.h"
+#include "mkfs/cli_util.h"
+
+namespace mxfs {
+namespace {
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 16;
+
+[[noreturn]] void Usage(const std::string& msg) {
+  if (!msg.empty()) std::fprintf(stderr, "mkfs.matrixfs: %s\n", msg.c_str());
+  std::fprintf(stderr,
+               "usage: mkfs.matrixfs [options] [--pool PATH] DATADIR\n"
+               "  --pool PATH            persistent-memory pool (file on DAX or /dev/shm, or devdax)\n"
+               "  --pool-size SIZE       pool size (K/M/G/T suffixes; default 1G with --pool)\n"
+               "  --container-share F    receiver's share of the container, 0 < F < 1 (default 0.6)\n"
+               "  --inline-limit SIZE    files up to SIZE keep their data in the KV (default 64K)\n"
+               "  --block-size SIZE      block size of inline data, power of two 512..1M (default 4096)\n"
+               "  -L, --label TEXT       filesystem label (at most 63 bytes)\n"
+               "  -U, --uuid UUID        use this UUID instead of a random one\n"
+               "  -f, --force            overwrite an existing instance\n"
+               "  -n, --dry-run          print what would be done, change nothing\n"
+               "  -h, --help             this text\n");
+  std::exit(msg.empty() ? 0 : kExitUsage);
+}
+
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
+
+// Removes everything inside dir (not dir itself).
+Status EmptyDirectory(const std::string& dir) {
+  for (const char* name : {"superblock", "kv", "data"}) {
+    std::string p = dir + "/" + name;
+    struct stat st;
+    if (::lstat(p.c_str(), &st) != 0) continue;
+    if (::nftw(p.c_str(), RemoveEntry, 32, FTW_DEPTH | FTW_PHYS) != 0) {
+      return Status::FromErrno("cannot remove " + p, errno);
+    }
+  }
+  return Status::OK();
+}
+
+int Main(int argc, char** argv) {
+  Superblock sb = Superblock::New();
+  bool force = false;
+  bool dry_run = false;
+  bool pool_size_given = false;
+  double container_share = 0.6;
+  static const option kLong[] = {
+      {"pool", required_argument, nullptr, 'P'},
+      {"pool-size", required_argument, nullptr, 'S'},
+      {"container-share", required_argument, nullptr, 'C'},
+      {"inline-limit", required_argument, nullptr, 'I'},
+      {"block-size", required_argument, nullptr, 'B'},
+      {"label", required_argument, nullptr, 'L'},
+      {"uuid", required_argument, nullptr, 'U'},
+      {"force", no_argument, nullptr, 'f'},
+      {"dry-run", no_argument, nullptr, 'n'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":fnhL:U:", kLong, nullptr)) != -1) {
+    uint64_t v = 0;
+    switch (c) {
+      case 'P':
+        sb.pool_path = optarg;
+        if (sb.pool_path.empty() || sb.pool_path.size() >= kPoolPathSize) {
+          Usage("--pool: path must be 1.." + std::to_string(kPoolPathSize - 1) + " bytes");
+        }
+        break;
+      case 'S':
+        if (!ParseSize(optarg, &v) || v < (16ull << 20)) {
+          Usage(std::string("--pool-size: \"") + optarg + "\" is not a size of at least 16M");
+        }
+        sb.pool_size = v;
+        pool_size_given = true;
+        break;
+      case 'C': {
+        char* end = nullptr;
+        errno = 0;
+        container_share = std::strtod(optarg, &end);
+        if (errno != 0 || end == optarg || *end != '\0' || !(container_share > 0.0 && container_share < 1.0)) {
+          Usage(std::string("--container-share: \"") + optarg + "\" is not a number strictly between 0 and 1");
+        }
+        break;
+      }
+      case 'I':
+        if (!ParseSize(optarg, &v) || v > (64ull << 20)) {
+          Usage(std::string("--inline-limit: \"") + optarg + "\" is not a size up to 64M");
+        }
+        sb.inline_limit = static_cast<uint32_t>(v);
+        break;
+      case 'B':
+        if (!ParseSize(optarg, &v) || v < 512 || v > (1u << 20) || (v & (v - 1)) != 0) {
+          Usage(std::string("--block-size: \"") + optarg + "\" is not a power of two from 512 to 1M");
+        }
+        sb.block_size = static_cast<uint32_t>(v);
+        break;
+      case 'L':
+        if (std::strlen(optarg) >= kLabelSize) {
+          Usage("--label: \"" + std::string(optarg) + "\" is longer than " + std::to_string(kLabelSize - 1) + " bytes");
+        }
+        sb.label = optarg;
+        break;
+      case 'U':
+        if (!ParseUuid(optarg, sb.uuid)) {
+          Usage(std::string("--uuid: \"") + optarg + "\" is not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
+        }
+        break;
+      case 'f': force = true; break;
+      case 'n': dry_run = true; break;
+      case 'h': Usage("");
+      case ':': Usage(std::string("option ") + argv[optind - 1] + " needs an argument");
+      default: Usage(std::string("unknown option ") + argv[optind - 1]);
+    }
+  }
+  if (optind == argc) Usage("missing DATADIR");
+  if (argc - optind > 1) Usage(std::string("unexpected argument \"") + argv[optind + 1] + "\"");
+  const std::string datadir = argv[optind];
+  if (pool_size_given && sb.pool_path.empty()) Usage("--pool-size given without --pool");
+  if (!sb.pool_path.empty() && sb.pool_size == 0) sb.pool_size = 1ull << 30;
+  if (Status s = ValidateSuperblock(sb); !s.ok()) Usage(std::string(s.message()));
+
+  // What is there already?
+  auto old = ReadSuperblock(datadir);
+  std::string found;
+  if (old) {
+    found = "a MatrixFS instance: label \"" + old->label + "\", UUID " + old->UuidString() + ", created " +
+            FormatTimeNs(old->create_time_ns);
+  } else if (!old.error().IsNotFound()) {
+    found = "a damaged MatrixFS superblock (" + old.error().ToString() + ")";
+  } else {
+    std::string entry = FirstEntry(datadir);
+    if (!entry.empty()) found = "a non-empty directory (it holds \"" + entry + "\")";
+  }
+  struct stat pst;
+  std::string pool_found;
+  if (!sb.pool_path.empty() && ::stat(sb.pool_path.c_str(), &pst) == 0) {
+    pool_found = "pool " + sb.pool_path + " exists (" + std::to_string(pst.st_size) + " bytes)";
+  }
+
+  std::printf("%s %s:\n", dry_run ? "would format" : "formatting", datadir.c_str());
+  std::printf("  UUID          %s\n", sb.UuidString().c_str());
+  std::printf("  label         \"%s\"\n", sb.label.c_str());
+  std::printf("  version       %u\n", sb.version);
+  std::printf("  inline limit  %u bytes\n", sb.inline_limit);
+  std::printf("  block size    %u bytes\n", sb.block_size);
+  if (sb.pool_path.empty()) {
+    std::printf("  pool          none (write-ahead log and L0 on SSD)\n");
+  } else {
+    std::printf("  pool          %s, %llu bytes, container share %.2f (recorded in the superblock;\n"
+                "                the engine does not open pools yet, so the pool is not created)\n",
+                sb.pool_path.c_str(), static_cast<unsigned long long>(sb.pool_size), container_share);
+  }
+  std::printf("  root          owned by uid %u gid %u\n", static_cast<unsigned>(::getuid()),
+              static_cast<unsigned>(::getgid()));
+  if (!found.empty()) std::printf("  found         %s%s\n", found.c_str(), force ? " (will be overwritten: -f)" : "");
+  if (!pool_found.empty()) std::printf("  found         %s\n", pool_found.c_str());
+  std::fflush(stdout);
+
+  if (!found.empty() && !force) {
+    std::fprintf(stderr, "mkfs.matrixfs: %s holds %s; use -f to overwrite it\n", datadir.c_str(), found.c_str());
+    return kExitError;
+  }
+  if (dry_run) {
+    std::printf("dry run: nothing was changed\n");
+    return 0;
+  }
+  if (!found.empty()) {
+    if (Status s = EmptyDirectory(datadir); !s.ok()) {
+      std::fprintf(stderr, "mkfs.matrixfs: %s\n", s.ToString().c_str());
+      return kExitError;
+    }
+    std::string entry = FirstEntry(datadir);
+    if (!entry.empty()) {
+      std::fprintf(stderr, "mkfs.matrixfs: %s still holds \"%s\", which is not part of an instance; remove it first\n",
+                   datadir.c_str(), entry.c_str());
+      return kExitError;
+    }
+  }
+  Status s = MatrixFs::Format(datadir, sb, static_cast<uint32_t>(::getuid()), static_cast<uint32_t>(::getgid()));
+  if (!s.ok()) {
+    std::fprintf(stderr, "mkfs.matrixfs: %s\n", s.ToString().c_str());
+    return kExitError;
+  }
+  std::printf("done\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace mxfs
+
+int main(int argc, char** argv) { return mxfs::Main(argc, argv); }
