@@ -7,6 +7,7 @@ test_libs_ssd := ssd base
 test_libs_nvm := nvm base
 test_libs_kvcore := kvcore nvm ssd base
 test_libs_fuse := fuse kvcore nvm ssd base
+test_libs_mkfs := base
 define test_bin
 ifneq ($$(wildcard tests/$(1)/*.cc),)
 $(BIN)/test_$(1): $$(patsubst %.cc,$(BUILD)/obj/%.o,$$(wildcard tests/$(1)/*.cc)) $(TEST_MAIN_OBJ) $$(call lib_deps,$$(test_libs_$(1)))
@@ -16,4 +17,4 @@ ALL_BINS += $(BIN)/test_$(1)
 ALL_TESTS += $(BIN)/test_$(1)
 endif
 endef
-$(foreach l,base ssd nvm kvcore fuse,$(eval $(call test_bin,$(l))))
+$(foreach l,base ssd nvm kvcore fuse mkfs,$(eval $(call test_bin,$(l))))
