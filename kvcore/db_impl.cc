@@ -16,6 +16,7 @@
 #include "kvcore/filename.h"
 #include "kvcore/merger.h"
 #include "kvcore/write_batch_internal.h"
+#include "nvm/kill_point.h"
 
 namespace mxfs {
 
@@ -47,6 +48,11 @@ std::string CanonicalPath(const std::string& path) {
 }
 
 std::string Num(uint64_t v) { return std::to_string(v); }
+
+std::string ExtractUserKeyIfInternal(const std::string& k) {
+  if (k.size() < kInternalKeyTrailer) return Slice(k).ToEscaped();
+  return ExtractUserKey(k).ToEscaped();
+}
 std::string Num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f", v);
@@ -110,9 +116,8 @@ Status ValidateOptions(const Options& o) {
     return bad("column_compaction_threads = " + std::to_string(o.column_compaction_threads) +
                ": must be at least 1");
   }
-  if (!o.nvm_path.empty()) {
-    return Status::NotSupported("nvm_path = " + o.nvm_path +
-                                ": this build keeps L0 and the WAL on the SSD; the NVM pool is not wired in yet");
+  if (!o.nvm_path.empty() && o.nvm_size != 0 && o.nvm_size < (8ull << 20)) {
+    return bad("nvm_size = " + Num(o.nvm_size) + ": must be 0 (256 MiB) or at least 8 MiB");
   }
   return Status::OK();
 }
@@ -170,8 +175,15 @@ DBImpl::DBImpl(const Options& options, const std::string& dbname) : ctx_(Bytewis
   ctx_.table_options.verify_checksums = true;
   table_cache_ = std::make_unique<TableCache>(&ctx_, kMaxOpenTables);
   ctx_.table_cache = table_cache_.get();
-  level0_ = NewSsdLevel0(&ctx_);
-  wal_store_ = NewSsdWalStore(&ctx_);
+  if (!options.nvm_path.empty()) {
+    nvm_ = std::make_unique<NvmBackend>(&ctx_);
+    level0_ = NewContainerLevel0(&ctx_, nvm_.get());
+    wal_store_ = NewPmWalStore(nvm_.get());
+    nvm_->wake_compactor = [this] { bg_cv_.notify_all(); };
+  } else {
+    level0_ = NewSsdLevel0(&ctx_);
+    wal_store_ = NewSsdWalStore(&ctx_);
+  }
   versions_ = std::make_unique<VersionSet>(&ctx_, level0_.get());
 }
 
@@ -199,6 +211,10 @@ Status DBImpl::Open() {
   // Named from here too, so the names are visible as soon as Open returns.
   pthread_setname_np(flush_thread_.native_handle(), "mxfs-flush");
   pthread_setname_np(compact_thread_.native_handle(), "mxfs-compact");
+  if (nvm_) {
+    colcomp_thread_ = std::thread([this] { ColumnCompactThreadMain(); });
+    pthread_setname_np(colcomp_thread_.native_handle(), "mxfs-colcomp");
+  }
   DeleteObsoleteFiles(l);
   bg_cv_.notify_all();
   return Status::OK();
@@ -267,6 +283,25 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
     if (type == FileType::kLog || type == FileType::kTable || type == FileType::kManifest) some_db_file = name;
   }
 
+  if (nvm_) {
+    if (have_current && ctx_.options.error_if_exists) {
+      l.lock();
+      return Status::Exists("database " + dbname + " already exists (error_if_exists is true)");
+    }
+    Status s = nvm_->Open(!have_current);
+    if (s.ok()) {
+      // Wide tree: L1 is as large as the container, deeper levels grow by the multiplier.
+      ctx_.options.max_bytes_for_level_base = nvm_->pool()->header().container_size;
+    }
+    if (!s.ok()) {
+      l.lock();
+      return s;
+    }
+  } else if (have_current && ctx_.fs->FileExists(dbname + "/" + kPoolIdentityFileName)) {
+    l.lock();
+    return Status::InvalidArgument("database " + dbname + " keeps its WAL and L0 in an NVM pool (" + dbname + "/" +
+                                   kPoolIdentityFileName + " exists): open it with nvm_path set");
+  }
   l.lock();
   if (have_current) {
     if (ctx_.options.error_if_exists) {
@@ -297,6 +332,12 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
   if (!logs) return logs.error().WithContext("listing the write-ahead logs of " + dbname);
   VersionEdit edit;
   SequenceNumber max_sequence = versions_->LastSequence();
+  if (nvm_) {
+    l.unlock();
+    Status s = RecoverPmWal(&max_sequence);
+    l.lock();
+    MXFS_RETURN_IF_ERROR(s);
+  }
   for (const uint64_t number : *logs) {
     versions_->MarkFileNumberUsed(number);
     if (number < versions_->LogNumber()) continue;
@@ -373,6 +414,51 @@ Status DBImpl::RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* ma
     MXFS_LOG_WARN("%s: ignored a torn last record (%llu bytes at offset %llu); it was never acknowledged",
                   path.c_str(), static_cast<unsigned long long>(reader.DroppedBytes()),
                   static_cast<unsigned long long>(reader.LastRecordEnd()));
+  }
+  return Status::OK();
+}
+
+Status DBImpl::RecoverPmWal(SequenceNumber* max_sequence) {
+  Level0State st;
+  if (!versions_->level0_state().empty()) MXFS_RETURN_IF_ERROR(st.Decode(versions_->level0_state()));
+  const uint64_t flushed = std::max(st.flushed_sequence, nvm_->container()->MaxRowSequence());
+  *max_sequence = std::max(*max_sequence, flushed);
+  const uint64_t log_number = versions_->LogNumber();
+  std::shared_ptr<MemTable> mem;
+  WriteBatch batch;
+  uint64_t replayed = 0, skipped = 0;
+  Status s = nvm_->wal()->Replay([&](uint64_t seq, const Slice& payload) -> Status {
+    if (seq <= flushed) {
+      skipped++;  // already in the container or in L1
+      return Status::OK();
+    }
+    Status bs = batch.SetRep(payload);
+    if (!mem) {
+      mem = std::make_shared<MemTable>(ctx_.icmp);
+      mem->set_log_number(log_number);
+    }
+    if (bs.ok()) bs = WriteBatchInternal::InsertInto(batch, mem.get());
+    if (!bs.ok()) {
+      return Status::Corruption(wal_store_->LogName(0) + ": record with sequence " + std::to_string(seq) + ": " +
+                                std::string(bs.message()));
+    }
+    if (batch.Count() > 0) *max_sequence = std::max(*max_sequence, batch.Sequence() + batch.Count() - 1);
+    replayed++;
+    if (mem->ApproximateMemoryUsage() > ctx_.options.write_buffer_size) {
+      std::lock_guard<std::mutex> g(mu_);
+      imms_.push_back(std::move(mem));
+    }
+    return Status::OK();
+  });
+  MXFS_RETURN_IF_ERROR(s);
+  if (mem) {
+    std::lock_guard<std::mutex> g(mu_);
+    imms_.push_back(std::move(mem));
+  }
+  if (replayed > 0) {
+    MXFS_LOG_INFO("%s: replayed %llu write groups from the PM WAL of %s (%llu already flushed)", ctx_.dbname.c_str(),
+                  static_cast<unsigned long long>(replayed), nvm_->pool()->path().c_str(),
+                  static_cast<unsigned long long>(skipped));
   }
   return Status::OK();
 }
@@ -520,12 +606,17 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       l.lock();
       stall_slowdown_us_ += NowMicros() - start;
       allow_delay = false;
-    } else if (!force && mem_->ApproximateMemoryUsage() <= ctx_.options.write_buffer_size) {
+    } else if (!force && mem_->ApproximateMemoryUsage() <= ctx_.options.write_buffer_size &&
+               !(nvm_ && !mem_->Empty() && nvm_->wal()->BytesUsed() > nvm_->wal()->capacity() / 2)) {
+      // (A PM WAL more than half full also switches the memtable, so that a
+      // flush can release it.)
       return Status::OK();
     } else if (static_cast<int>(imms_.size()) >= ctx_.options.max_write_buffer_number - 1) {
       const uint64_t start = NowMicros();
       bg_cv_.wait(l);
-      stall_memtable_us_ += NowMicros() - start;
+      // A flush waiting for room in the container is its own stall cause.
+      if (nvm_ && nvm_->container_full.load()) stall_container_us_ += NowMicros() - start;
+      else stall_memtable_us_ += NowMicros() - start;
     } else if (l0_runs >= stop) {
       const uint64_t start = NowMicros();
       bg_cv_.wait(l);
@@ -646,7 +737,7 @@ void DBImpl::FlushThreadMain() {
     flushing_ = true;
     Status s = FlushOldestMemTable(l);
     flushing_ = false;
-    if (!s.ok()) RecordBackgroundError(s, "flush");
+    if (!s.ok() && !shutting_down_) RecordBackgroundError(s, "flush");
     bg_cv_.notify_all();
   }
 }
@@ -669,6 +760,7 @@ Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
     if (it->Valid()) largest = ExtractUserKey(it->key()).ToEscaped();
   }
   it.reset();
+  if (s.ok()) MXFS_KILL_POINT("kvcore.flush.before_manifest");
   l.lock();
   if (s.ok()) {
     // The WAL of the next memtable is the oldest one still needed.
@@ -676,12 +768,24 @@ Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
     s = versions_->LogAndApply(&edit, l);
   }
   pending_outputs_.erase(number);
-  if (!s.ok()) return s.WithContext("flushing memtable to table #" + std::to_string(number));
+  if (!s.ok()) {
+    return s.WithContext(nvm_ ? "flushing memtable to the matrix container"
+                              : "flushing memtable to table #" + std::to_string(number));
+  }
+  MXFS_KILL_POINT("kvcore.flush.after_manifest");
   imms_.pop_front();
   stat_flushes_++;
   stat_flush_bytes_ += r.bytes_written;
-  AddRecord(CompactionRecord{"flush->L0", smallest, largest, imm->ApproximateMemoryUsage(), r.bytes_written,
+  stat_nvm_flush_bytes_ += r.nvm_bytes;
+  AddRecord(CompactionRecord{nvm_ ? "flush->container" : "flush->L0", smallest, largest,
+                             imm->ApproximateMemoryUsage(), nvm_ ? r.nvm_bytes : r.bytes_written,
                              NowMicros() - start});
+  if (nvm_) {
+    // The memtable is in a row now: its WAL records may go.
+    l.unlock();
+    nvm_->wal()->ReleaseUpTo(r.max_sequence);
+    l.lock();
+  }
   bg_cv_.notify_all();
   DeleteObsoleteFiles(l);
   return Status::OK();
@@ -696,10 +800,13 @@ void DBImpl::CompactThreadMain() {
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
     bg_cv_.wait(l, [this] {
-      return shutting_down_ || (bg_error_.ok() && (manual_ != nullptr || versions_->NeedsCompaction()));
+      return shutting_down_ ||
+             (bg_error_.ok() && !column_running_ && (manual_ != nullptr || versions_->NeedsCompaction()));
     });
     if (shutting_down_) break;
+    leveled_running_ = true;
     Status s = BackgroundCompaction(l);
+    leveled_running_ = false;
     if (!s.ok() && !shutting_down_) RecordBackgroundError(s, "compaction");
     bg_cv_.notify_all();
   }
@@ -752,7 +859,9 @@ Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
   return s;
 }
 
-Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec) {
+Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec,
+                                std::vector<std::unique_ptr<Iterator>> extra) {
+  const bool column = !extra.empty();
   const SequenceNumber smallest_snapshot = OldestSnapshot();
   const Comparator* ucmp = ctx_.icmp.user_comparator();
   struct Output {
@@ -775,8 +884,10 @@ Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, 
         first = false;
       }
     }
-    rec->smallest = smallest.user_key().ToEscaped();
-    rec->largest = largest.user_key().ToEscaped();
+    if (!first) {
+      rec->smallest = smallest.user_key().ToEscaped();
+      rec->largest = largest.user_key().ToEscaped();
+    }
   }
 
   auto finish_output = [&]() -> Status {
@@ -798,7 +909,12 @@ Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, 
 
   l.unlock();
   std::unique_ptr<Iterator> input = versions_->MakeInputIterator(c);
+  if (column) {
+    extra.push_back(std::move(input));
+    input = NewMergingIterator(&ctx_.icmp, std::move(extra));
+  }
   input->SeekToFirst();
+  uint64_t entries = 0;
   Status s;
   std::string current_user_key;
   bool has_current_user_key = false;
@@ -830,6 +946,7 @@ Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, 
       drop = true;  // nothing below to hide, and no snapshot sees older entries
     }
     last_sequence_for_key = ikey.sequence;
+    if (column && ++entries == 1000) MXFS_KILL_POINT("kvcore.column.mid_merge");
     if (drop) continue;
     if (!open) {
       uint64_t number;
@@ -876,6 +993,11 @@ Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, 
   if (s.ok()) {
     c->AddInputDeletions(c->edit());
     for (const auto& f : outputs) c->edit()->AddFile(c->level() + 1, f);
+    if (column) {
+      l.unlock();
+      MXFS_KILL_POINT("kvcore.column.before_manifest");
+      l.lock();
+    }
     s = versions_->LogAndApply(c->edit(), l);
   }
   for (uint64_t n : numbers) pending_outputs_.erase(n);
@@ -886,6 +1008,101 @@ Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, 
     rec->bytes_out = bytes_out;
   }
   return s;
+}
+
+void DBImpl::ColumnCompactThreadMain() {
+  SetThreadName("mxfs-colcomp");
+  // Column compaction runs behind everything else on the disk: idle class.
+  constexpr int kIoprioWhoProcess = 1, kIoprioClassIdle = 3, kIoprioClassShift = 13;
+  (void)::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, kIoprioClassIdle << kIoprioClassShift);
+  MatrixContainer* mc = nvm_->container();
+  std::unique_lock<std::mutex> l(mu_);
+  while (true) {
+    // Flushes wake us through bg_cv_; the timeout covers a receiver->compactor
+    // switch that happened inside a flush that found no room.
+    bg_cv_.wait_for(l, std::chrono::milliseconds(50), [&] {
+      return shutting_down_ || (bg_error_.ok() && !leveled_running_ && !mc->CompactorEmpty());
+    });
+    if (shutting_down_) break;
+    if (!bg_error_.ok() || leveled_running_ || mc->CompactorEmpty()) continue;
+    column_running_ = true;
+    Status s = ColumnCompaction(l);
+    column_running_ = false;
+    if (!s.ok() && !shutting_down_) RecordBackgroundError(s, "column compaction");
+    bg_cv_.notify_all();
+  }
+}
+
+Status DBImpl::ColumnCompaction(std::unique_lock<std::mutex>& l) {
+  MatrixContainer* mc = nvm_->container();
+  const Comparator* ucmp = ctx_.icmp.user_comparator();
+  std::shared_ptr<Version> v = versions_->current();
+  l.unlock();
+  auto lo = mc->CompactorSmallestKey();
+  if (!lo) {
+    l.lock();
+    return lo.error().IsNotFound() ? Status::OK() : lo.error();
+  }
+  const std::string lo_user = ExtractUserKey(*lo).ToString();
+  // Cut L1's key space at its tables' bounds: the column starts at the
+  // compactor's smallest key and ends at the smallest key of an L1 table,
+  // widened table by table until it holds at least min_bytes.
+  const FileList& l1 = v->files(1);
+  size_t first = 0;
+  while (first < l1.size() && ucmp->Compare(l1[first]->largest.user_key(), lo_user) < 0) first++;
+  const uint64_t min_bytes = std::max<uint64_t>(ctx_.options.target_file_size_base / 2, 4096);
+  std::string hi;
+  size_t end = l1.size();
+  for (size_t j = first + 1; j < l1.size(); j++) {
+    std::string cand = InternalKey(l1[j]->smallest.user_key(), kMaxSequenceNumber, kValueTypeForSeek).Encode().ToString();
+    if (mc->ColumnBytes(Slice(), cand) >= min_bytes) {
+      hi = std::move(cand);
+      end = j;
+      break;
+    }
+  }
+  if (hi.empty()) {
+    // The rest of the compactor: up to just past its largest user key.
+    std::string largest;
+    auto cv = mc->Current();
+    for (const RowRef& r : cv->rows()) {
+      if (!r.compactor || r.start >= r.table->num_entries()) continue;
+      const Slice k = r.table->Key(r.table->num_entries() - 1);
+      if (largest.empty() || ctx_.icmp.Compare(k, largest) > 0) largest = k.ToString();
+    }
+    hi = InternalKey(ExtractUserKey(largest), 0, static_cast<ValueType>(0)).Encode().ToString();
+  }
+  const uint64_t column_bytes = mc->ColumnBytes(Slice(), hi);
+  auto c = std::make_unique<Compaction>(&ctx_, 0, v);
+  for (size_t k = first; k < end; k++) c->mutable_inputs(1)->push_back(l1[k]);
+  Level0State st;  // flushed_sequence 0: Level0::MergeState keeps the recorded one
+  st.compacted_key = hi;
+  c->edit()->SetLevel0State(st.Encode());
+
+  CompactionRecord rec;
+  const uint64_t start = NowMicros();
+  l.lock();
+  Status s = DoCompactionWork(c.get(), l, &rec, mc->NewColumnRowIterators(Slice(), hi));
+  if (!s.ok()) return s;
+  rec.kind = "column L0->L1";
+  rec.smallest = Slice(lo_user).ToEscaped();
+  rec.largest = ExtractUserKey(hi).ToEscaped();
+  rec.bytes_in += column_bytes;
+  l.unlock();
+  MXFS_KILL_POINT("kvcore.column.after_manifest");
+  // L1 holds the column now (the MANIFEST says so): only now free its pages.
+  s = mc->MarkColumnCompacted(hi);
+  MXFS_KILL_POINT("kvcore.column.after_free");
+  l.lock();
+  if (!s.ok()) return s.WithContext("freeing a compacted column of the matrix container");
+  versions_->ReinstallCurrent();  // readers now see the container without the column
+  rec.micros = NowMicros() - start;
+  stat_columns_++;
+  stat_column_bytes_in_ += column_bytes;
+  AddRecord(std::move(rec));
+  bg_cv_.notify_all();
+  DeleteObsoleteFiles(l);
+  return Status::OK();
 }
 
 void DBImpl::DeleteObsoleteFiles(std::unique_lock<std::mutex>& l) {
@@ -953,6 +1170,20 @@ Status DBImpl::Flush() {
 Status DBImpl::CompactRange(const Slice* begin, const Slice* end) {
   MXFS_RETURN_IF_ERROR(Flush());
   std::unique_lock<std::mutex> l(mu_);
+  if (nvm_) {
+    // The container is L0: compact all of it into L1, column by column
+    // (the compactor first, then the receiver after it becomes the compactor).
+    MatrixContainer* mc = nvm_->container();
+    for (int round = 0; round < 2; round++) {
+      bg_cv_.notify_all();
+      bg_cv_.wait(l, [&] { return mc->CompactorEmpty() || !bg_error_.ok() || shutting_down_; });
+      MXFS_RETURN_IF_ERROR(WritableStatus());
+      l.unlock();
+      auto sw = mc->SwitchReceiverToCompactor();
+      l.lock();
+      if (!sw) return sw.error();
+    }
+  }
   // Every level down to the deepest one holding the range is compacted into
   // the next, the deepest included (unless it is the last level), so that
   // its tombstones and overwritten entries go too.
@@ -995,10 +1226,12 @@ Status DBImpl::Close() {
   bg_cv_.wait(l, [this] { return writers_.empty(); });
   closed_ = true;
   shutting_down_ = true;
+  if (nvm_) nvm_->stopping = true;
   bg_cv_.notify_all();
   l.unlock();
   if (flush_thread_.joinable()) flush_thread_.join();
   if (compact_thread_.joinable()) compact_thread_.join();
+  if (colcomp_thread_.joinable()) colcomp_thread_.join();
   l.lock();
   // Background work is over: sweep what its last versions left behind.
   DeleteObsoleteFiles(l);
@@ -1033,6 +1266,33 @@ std::string DBImpl::LevelsString() const {
   return r;
 }
 
+std::string DBImpl::ContainerString() const {
+  if (!nvm_) return "no NVM pool configured: L0 is SSTables on the SSD\n";
+  const ContainerStats st = nvm_->container()->GetStats();
+  const PmWal& wal = *nvm_->wal();
+  std::string r;
+  r += "pool " + nvm_->pool()->path() + " (" + Num(nvm_->pool()->size()) + " bytes, " +
+       nvm_->pool()->GranularityName() + " granularity, uuid " + UuidToString(nvm_->pool()->header().uuid) + ")\n";
+  r += "receiver.rows " + Num(uint64_t{st.receiver_rows}) + "\n";
+  r += "receiver.bytes " + Num(st.receiver_bytes) + "\n";
+  r += "receiver.pages " + Num(uint64_t{st.receiver_pages}) + "\n";
+  r += "compactor.rows " + Num(uint64_t{st.compactor_rows}) + "\n";
+  r += "compactor.bytes " + Num(st.compactor_bytes) + "\n";
+  r += "rows " + Num(uint64_t{st.receiver_rows} + st.compactor_rows) + "\n";
+  r += "bytes " + Num(st.receiver_bytes + st.compactor_bytes) + "\n";
+  r += "pages.total " + Num(uint64_t{st.pages_total}) + "\n";
+  r += "pages.used " + Num(uint64_t{st.pages_used}) + "\n";
+  r += "pages.free " + Num(uint64_t{st.pages_free}) + "\n";
+  r += "columns.compacted " + Num(st.columns_compacted) + "\n";
+  r += "switches " + Num(st.switches) + "\n";
+  r += "compacted.key " + ExtractUserKeyIfInternal(st.compacted_key) + "\n";
+  r += "container.full " + std::string(nvm_->container_full.load() ? "yes" : "no") + "\n";
+  r += "wal.capacity " + Num(wal.capacity()) + "\n";
+  r += "wal.bytes.used " + Num(wal.BytesUsed()) + "\n";
+  r += "wal.records " + Num(wal.NumRecords()) + "\n";
+  return r;
+}
+
 std::string DBImpl::StatsString() const {
   const uint64_t ssd = stat_flush_bytes_ + stat_compaction_bytes_written_;
   const double wa = stat_user_bytes_ ? static_cast<double>(ssd) / static_cast<double>(stat_user_bytes_) : 0.0;
@@ -1055,7 +1315,12 @@ std::string DBImpl::StatsString() const {
   r += "stall.micros.l0-slowdown " + Num(stall_slowdown_us_) + "\n";
   r += "stall.micros.l0-stop " + Num(stall_stop_us_) + "\n";
   r += "stall.micros.memtable-full " + Num(stall_memtable_us_) + "\n";
-  r += "stall.micros.total " + Num(stall_slowdown_us_ + stall_stop_us_ + stall_memtable_us_) + "\n";
+  r += "stall.micros.container-full " + Num(stall_container_us_) + "\n";
+  r += "stall.micros.total " + Num(stall_slowdown_us_ + stall_stop_us_ + stall_memtable_us_ + stall_container_us_) +
+       "\n";
+  r += "nvm.flush.bytes.written " + Num(stat_nvm_flush_bytes_) + "\n";
+  r += "column.compactions " + Num(stat_columns_) + "\n";
+  r += "column.bytes.read.nvm " + Num(stat_column_bytes_in_) + "\n";
   r += "memtables.immutable " + Num(static_cast<uint64_t>(imms_.size())) + "\n";
   r += "last.sequence " + Num(versions_->LastSequence()) + "\n";
   r += "levels " + versions_->LevelSummary() + "\n";
@@ -1080,7 +1345,7 @@ bool DBImpl::GetProperty(std::string_view name, std::string* value) {
   } else if (p == "levels") {
     *value = LevelsString();
   } else if (p == "container") {
-    *value = "no NVM pool configured: L0 is SSTables on the SSD\n";
+    *value = ContainerString();
   } else if (p == "compactions") {
     std::string r = "kind  smallest  largest  bytes_in  bytes_out  micros\n";
     for (const auto& c : recent_) {
@@ -1097,7 +1362,7 @@ bool DBImpl::GetProperty(std::string_view name, std::string* value) {
   } else if (p == "write-amp") {
     *value = Num(stat_user_bytes_ ? static_cast<double>(ssd) / static_cast<double>(stat_user_bytes_) : 0.0);
   } else if (p == "stall-micros") {
-    *value = Num(stall_slowdown_us_ + stall_stop_us_ + stall_memtable_us_);
+    *value = Num(stall_slowdown_us_ + stall_stop_us_ + stall_memtable_us_ + stall_container_us_);
   } else if (p == "bytes-written-ssd") {
     *value = Num(ssd);
   } else if (p == "user-bytes-written") {

@@ -33,6 +33,7 @@
 #include "kvcore/include/db.h"
 #include "kvcore/level0.h"
 #include "kvcore/memtable.h"
+#include "kvcore/nvm_backend.h"
 #include "kvcore/table_cache.h"
 #include "kvcore/version_set.h"
 #include "kvcore/wal.h"
@@ -75,6 +76,9 @@ class DBImpl final : public DB {
 
   Status OpenLocked(std::unique_lock<std::mutex>& l);
   Status RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* max_sequence);
+  // PM WAL replay: records newer than the flushed sequence become immutable
+  // memtables (flushed by the flush thread once it runs).
+  Status RecoverPmWal(SequenceNumber* max_sequence);
   Status NewLog(std::unique_lock<std::mutex>* l, uint64_t* number, std::unique_ptr<WalWriter>* log);
   Status WriteImpl(const WriteOptions& options, WriteBatch* batch);  // batch nullptr: force a memtable switch
   Status MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force);
@@ -85,7 +89,14 @@ class DBImpl final : public DB {
   void CompactThreadMain();
   Status FlushOldestMemTable(std::unique_lock<std::mutex>& l);
   Status BackgroundCompaction(std::unique_lock<std::mutex>& l);
-  Status DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec);
+  // extra: further inputs merged with c's files (a column of the container).
+  Status DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec,
+                          std::vector<std::unique_ptr<Iterator>> extra = {});
+  void ColumnCompactThreadMain();
+  // One column compaction: the next key range of the container's compactor
+  // merged with the overlapping L1 tables into new L1 tables.
+  Status ColumnCompaction(std::unique_lock<std::mutex>& l);
+  std::string ContainerString() const;
   void DeleteObsoleteFiles(std::unique_lock<std::mutex>& l);
   SequenceNumber OldestSnapshot() const;
   void AddRecord(CompactionRecord rec);
@@ -93,6 +104,7 @@ class DBImpl final : public DB {
   std::string LevelsString() const;
 
   DbContext ctx_;
+  std::unique_ptr<NvmBackend> nvm_;  // nullptr without Options.nvm_path
   std::unique_ptr<TableCache> table_cache_;
   std::unique_ptr<Level0> level0_;
   std::unique_ptr<WalStore> wal_store_;
@@ -120,6 +132,9 @@ class DBImpl final : public DB {
   bool flushing_ = false;
   std::thread flush_thread_;
   std::thread compact_thread_;
+  std::thread colcomp_thread_;
+  bool leveled_running_ = false;  // a leveled compaction runs (mu_)
+  bool column_running_ = false;   // a column compaction runs (mu_)
 
   // Statistics (mu_ unless atomic).
   std::atomic<uint64_t> stat_gets_{0};
@@ -128,7 +143,8 @@ class DBImpl final : public DB {
   uint64_t stat_flush_bytes_ = 0, stat_flushes_ = 0;
   uint64_t stat_compaction_bytes_read_ = 0, stat_compaction_bytes_written_ = 0, stat_compactions_ = 0,
            stat_trivial_moves_ = 0;
-  uint64_t stall_slowdown_us_ = 0, stall_stop_us_ = 0, stall_memtable_us_ = 0;
+  uint64_t stall_slowdown_us_ = 0, stall_stop_us_ = 0, stall_memtable_us_ = 0, stall_container_us_ = 0;
+  uint64_t stat_nvm_flush_bytes_ = 0, stat_columns_ = 0, stat_column_bytes_in_ = 0;
   std::deque<CompactionRecord> recent_;
 };
 

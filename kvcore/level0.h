@@ -32,8 +32,10 @@ class VersionSet;
 struct DbContext;
 
 struct FlushResult {
-  uint64_t bytes_written = 0;  // to the device
+  uint64_t bytes_written = 0;  // to the SSD
   uint64_t entries = 0;
+  uint64_t nvm_bytes = 0;      // to persistent memory (a container row)
+  uint64_t max_sequence = 0;   // highest sequence number written (NVM L0 only)
 };
 
 class Level0 {
@@ -61,6 +63,14 @@ class Level0 {
   virtual double CompactionScore(const Version& v) const = 0;
   // The next L0->L1 compaction, or nullptr (DB mutex held).
   virtual std::unique_ptr<Compaction> PickCompaction(VersionSet* vset, const std::shared_ptr<Version>& v) = 0;
+  // What a Version installed now must keep alive to read this L0 as it is
+  // now (the container's current version); nullptr when the Version's file
+  // lists say everything. Called with the DB mutex held.
+  virtual std::shared_ptr<const void> Pin() const { return nullptr; }
+  // The level0 state to record when an edit carrying update is applied on
+  // top of old (VersionSet calls it serialised, in MANIFEST order), so that
+  // concurrent flushes and compactions can each record their part.
+  virtual std::string MergeState(const std::string& /*old*/, const std::string& update) const { return update; }
 };
 
 // L0 as SSTables on the SSD: one table per flushed memtable.

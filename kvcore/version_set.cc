@@ -234,8 +234,16 @@ VersionSet::~VersionSet() {
 
 void VersionSet::AppendVersion(std::shared_ptr<Version> v) {
   std::erase_if(live_versions_, [](const std::weak_ptr<Version>& w) { return w.expired(); });
+  v->level0_pin_ = level0_->Pin();
   live_versions_.push_back(v);
   current_ = std::move(v);
+}
+
+void VersionSet::ReinstallCurrent() {
+  auto v = std::make_shared<Version>(ctx_, level0_, num_levels_);
+  v->files_ = current_->files_;
+  Finalize(v.get());
+  AppendVersion(std::move(v));
 }
 
 void VersionSet::AddLiveFiles(std::set<uint64_t>* live) {
@@ -312,6 +320,7 @@ Status VersionSet::Recover() {
     if (edit.log_number()) log_number = edit.log_number();
     if (edit.next_file_number()) next_file = edit.next_file_number();
     if (edit.last_sequence()) last_sequence = edit.last_sequence();
+    if (edit.level0_state()) level0_state_ = level0_->MergeState(level0_state_, *edit.level0_state());
     for (const auto& p : edit.compact_pointers()) pointers.push_back(p);
     record_offset = reader.LastRecordEnd();
     records++;
@@ -346,6 +355,7 @@ Status VersionSet::Recover() {
 Status VersionSet::WriteSnapshot(LogWriter* log) {
   VersionEdit edit;
   edit.SetComparatorName(ctx_->icmp.user_comparator()->Name());
+  if (!level0_state_.empty()) edit.SetLevel0State(level0_state_);
   for (int level = 0; level < num_levels_; level++) {
     if (!compact_pointer_[level].empty()) {
       InternalKey key;
@@ -372,6 +382,7 @@ Status VersionSet::LogAndApply(VersionEdit* edit, std::unique_lock<std::mutex>& 
   const uint64_t manifest_number = new_manifest ? NewFileNumber() : manifest_file_number_;
   edit->SetNextFile(next_file_number_);
   edit->SetLastSequence(last_sequence_);
+  if (edit->level0_state()) edit->SetLevel0State(level0_->MergeState(level0_state_, *edit->level0_state()));
 
   auto v = std::make_shared<Version>(ctx_, level0_, num_levels_);
   Builder builder(ctx_, current_.get());
@@ -414,6 +425,7 @@ Status VersionSet::LogAndApply(VersionEdit* edit, std::unique_lock<std::mutex>& 
       manifest_file_number_ = manifest_number;
     }
     log_number_ = *edit->log_number();
+    if (edit->level0_state()) level0_state_ = *edit->level0_state();  // merged above
     for (const auto& [level, key] : edit->compact_pointers()) compact_pointer_[level] = key.Encode().ToString();
     AppendVersion(std::move(v));
   } else {

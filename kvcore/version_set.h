@@ -62,6 +62,9 @@ class Version {
   [[nodiscard]] static Status GetFromFile(const DbContext* ctx, const ReadOptions& options, const FileMetaData& f,
                                           const LookupKey& key, std::string* value, bool* found, bool* deleted);
 
+  // What Level0::Pin returned when this Version was installed.
+  const std::shared_ptr<const void>& level0_pin() const { return level0_pin_; }
+
   double compaction_score() const { return compaction_score_; }
   int compaction_level() const { return compaction_level_; }
 
@@ -70,6 +73,7 @@ class Version {
   const DbContext* ctx_;
   Level0* level0_;
   std::vector<FileList> files_;  // L0 sorted by file number ascending, others by smallest key
+  std::shared_ptr<const void> level0_pin_;
   double compaction_score_ = -1;
   int compaction_level_ = -1;
 };
@@ -135,6 +139,11 @@ class VersionSet {
   uint64_t LogNumber() const { return log_number_; }
   uint64_t ManifestFileNumber() const { return manifest_file_number_; }
   Level0* level0() const { return level0_; }
+  // The latest level0 state recorded in the MANIFEST (empty if none).
+  const std::string& level0_state() const { return level0_state_; }
+  // Installs a copy of the current Version with a fresh Level0::Pin (after
+  // the L0 changed without a MANIFEST edit, e.g. a column was freed).
+  void ReinstallCurrent();
 
   // Table files referenced by any Version still pinned.
   void AddLiveFiles(std::set<uint64_t>* live);
@@ -167,6 +176,7 @@ class VersionSet {
   uint64_t manifest_file_number_ = 0;
   SequenceNumber last_sequence_ = 0;
   uint64_t log_number_ = 0;
+  std::string level0_state_;
 
   std::unique_ptr<LogWriter> manifest_;
   bool manifest_busy_ = false;         // a LogAndApply is writing

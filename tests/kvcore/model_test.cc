@@ -11,6 +11,7 @@
 
 using namespace mxfs;
 using mxfs::testing::TempDir;
+using mxfs::testing::TempPool;
 
 namespace {
 
@@ -92,10 +93,18 @@ void CheckIterator(DB* db, const Model& model, const Snapshot* snap, Random& rnd
   }
 }
 
-void RunModel(uint64_t seed, int ops) {
+// use_pool: the WAL and L0 in a persistent-memory pool (matrix container).
+void RunModel(uint64_t seed, int ops, bool use_pool) {
+  INFO((use_pool ? "container L0 + PM WAL" : "SSD L0 + SSD WAL"));
   TempDir dir;
+  TempPool pool(use_pool);
   const std::string path = dir.Sub("db");
   Options options = ModelOptions();
+  if (use_pool) {
+    options.nvm_path = pool.path();
+    options.nvm_size = 8 << 20;
+    options.container_share = 0.1;
+  }
   auto opened = DB::Open(options, path);
   REQUIRE(opened.has_value());
   std::unique_ptr<DB> db = std::move(*opened);
@@ -208,6 +217,6 @@ void RunModel(uint64_t seed, int ops) {
 
 }  // namespace
 
-TEST_CASE("Model: random operations match a std::map (seed 1)") { RunModel(1, 4000); }
-TEST_CASE("Model: random operations match a std::map (seed 2)") { RunModel(2, 4000); }
-TEST_CASE("Model: random operations match a std::map (seed 3)") { RunModel(3, 4000); }
+TEST_CASE("Model: random operations match a std::map (seed 1)") { RunModel(1, 4000, GENERATE(false, true)); }
+TEST_CASE("Model: random operations match a std::map (seed 2)") { RunModel(2, 4000, GENERATE(false, true)); }
+TEST_CASE("Model: random operations match a std::map (seed 3)") { RunModel(3, 4000, GENERATE(false, true)); }

@@ -34,6 +34,29 @@ class TempDir {
   std::string path_;
 };
 
+// A pool path under /dev/shm that does not exist yet (the engine creates
+// it), removed afterwards. Empty when unused.
+class TempPool {
+ public:
+  explicit TempPool(bool use = true) {
+    if (!use) return;
+    char tmpl[] = "/dev/shm/mxfs-kvpool-XXXXXX";
+    const int fd = ::mkstemp(tmpl);
+    if (fd >= 0) ::close(fd);
+    path_ = tmpl;
+    ::unlink(path_.c_str());
+  }
+  ~TempPool() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  TempPool(const TempPool&) = delete;
+  TempPool& operator=(const TempPool&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 inline std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -1,0 +1,159 @@
+// The engine on a persistent-memory pool: PM WAL, matrix container as L0,
+// column compaction into L1, pool/directory identity.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <map>
+
+#include "base/random.h"
+#include "kvcore/include/db.h"
+#include "tests/kvcore/test_util.h"
+
+using namespace mxfs;
+using mxfs::testing::TempDir;
+using mxfs::testing::TempPool;
+
+namespace {
+
+Options PoolOptions(const std::string& pool) {
+  Options o;
+  o.nvm_path = pool;
+  o.nvm_size = 8 << 20;
+  o.write_buffer_size = 16 << 10;
+  o.target_file_size_base = 16 << 10;
+  o.num_levels = 4;
+  o.block_size = 512;
+  return o;
+}
+
+std::string Prop(DB* db, const char* name) {
+  std::string v;
+  REQUIRE(db->GetProperty(name, &v));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("NVM DB: writes survive close and reopen through the PM WAL and the container") {
+  TempDir dir;
+  TempPool pool;
+  const std::string path = dir.Sub("db");
+  {
+    auto db = DB::Open(PoolOptions(pool.path()), path);
+    if (!db) FAIL(db.error().ToString());
+    for (int i = 0; i < 2000; i++) {
+      REQUIRE((*db)->Put(WriteOptions(), "key" + std::to_string(i), "value" + std::to_string(i)).ok());
+    }
+    REQUIRE((*db)->Delete(WriteOptions(), "key7").ok());
+    const std::string c = Prop(db->get(), "matrixkv.container");
+    INFO(c);
+    CHECK(c.find("receiver.rows") != std::string::npos);
+    REQUIRE((*db)->Close().ok());
+  }
+  auto db = DB::Open(PoolOptions(pool.path()), path);
+  if (!db) FAIL(db.error().ToString());
+  for (int i = 0; i < 2000; i++) {
+    std::string v;
+    Status s = (*db)->Get(ReadOptions(), "key" + std::to_string(i), &v);
+    if (i == 7) {
+      REQUIRE(s.IsNotFound());
+    } else {
+      REQUIRE(s.ok());
+      REQUIRE(v == "value" + std::to_string(i));
+    }
+  }
+  // No SSD log files: the WAL is in the pool.
+  CHECK(mxfs::testing::FilesMatching(path, ".log", false).empty());
+}
+
+TEST_CASE("NVM DB: a full container is compacted column by column into L1 and nothing is lost") {
+  TempDir dir;
+  TempPool pool;
+  const std::string path = dir.Sub("db");
+  auto opened = DB::Open(PoolOptions(pool.path()), path);
+  if (!opened) FAIL(opened.error().ToString());
+  auto db = std::move(*opened);
+  std::map<std::string, std::string> model;
+  Random rnd(7);
+  for (int i = 0; i < 30000; i++) {
+    const std::string k = "k" + std::to_string(rnd.Uniform(5000));
+    if (rnd.OneIn(8)) {
+      REQUIRE(db->Delete(WriteOptions(), k).ok());
+      model.erase(k);
+    } else {
+      const std::string v = "v" + std::to_string(i) + std::string(rnd.Uniform(200), 'x');
+      REQUIRE(db->Put(WriteOptions(), k, v).ok());
+      model[k] = v;
+    }
+  }
+  const Snapshot* snap = db->GetSnapshot();
+  const auto snap_model = model;
+  for (int i = 0; i < 3000; i++) {
+    const std::string k = "k" + std::to_string(rnd.Uniform(5000));
+    REQUIRE(db->Put(WriteOptions(), k, "after").ok());
+    model[k] = "after";
+  }
+  REQUIRE(db->CompactRange(nullptr, nullptr).ok());
+  const std::string stats = Prop(db.get(), "matrixkv.stats");
+  const std::string comps = Prop(db.get(), "matrixkv.compactions");
+  INFO(stats << comps << Prop(db.get(), "matrixkv.container"));
+  CHECK(stats.find("background.error none") != std::string::npos);
+  CHECK(comps.find("column L0->L1") != std::string::npos);
+  CHECK(std::stoull(Prop(db.get(), "matrixkv.bytes-written-ssd")) > 0);
+  auto check = [&](const std::map<std::string, std::string>& m, const Snapshot* s) {
+    ReadOptions ro;
+    ro.snapshot = s;
+    for (int i = 0; i < 5000; i++) {
+      const std::string k = "k" + std::to_string(i);
+      std::string v;
+      Status st = db->Get(ro, k, &v);
+      auto it = m.find(k);
+      if (it == m.end()) {
+        REQUIRE(st.IsNotFound());
+      } else {
+        REQUIRE(st.ok());
+        REQUIRE(v == it->second);
+      }
+    }
+    auto iter = db->NewIterator(ro);
+    auto it = m.begin();
+    for (iter->SeekToFirst(); iter->Valid(); iter->Next(), ++it) {
+      REQUIRE(it != m.end());
+      REQUIRE(iter->key().ToString() == it->first);
+      REQUIRE(iter->value().ToString() == it->second);
+    }
+    REQUIRE(iter->status().ok());
+    REQUIRE(it == m.end());
+  };
+  check(model, nullptr);
+  check(snap_model, snap);
+  db->ReleaseSnapshot(snap);
+  REQUIRE(db->Close().ok());
+  db.reset();
+  auto again = DB::Open(PoolOptions(pool.path()), path);
+  if (!again) FAIL(again.error().ToString());
+  db = std::move(*again);
+  check(model, nullptr);
+}
+
+TEST_CASE("NVM DB: a pool and a database directory of different instances are refused") {
+  TempDir dir;
+  TempPool pool_a, pool_b;
+  {
+    auto a = DB::Open(PoolOptions(pool_a.path()), dir.Sub("a"));
+    REQUIRE(a);
+    auto b = DB::Open(PoolOptions(pool_b.path()), dir.Sub("b"));
+    REQUIRE(b);
+  }
+  auto mixed = DB::Open(PoolOptions(pool_b.path()), dir.Sub("a"));
+  REQUIRE(!mixed);
+  CHECK(mixed.error().ToString().find("belong to different instances") != std::string::npos);
+  Options ssd = PoolOptions("");
+  auto without = DB::Open(ssd, dir.Sub("a"));
+  REQUIRE(!without);
+  CHECK(without.error().ToString().find("nvm_path") != std::string::npos);
+  auto new_db_old_pool = DB::Open(PoolOptions(pool_a.path()), dir.Sub("c"));
+  REQUIRE(!new_db_old_pool);
+  CHECK(new_db_old_pool.error().ToString().find("belong to different instances") != std::string::npos);
+}
