@@ -71,7 +71,7 @@ all: $(ALL_BINS)
 
 # Installs, as root, the Debian packages that are missing. Nothing happens
 # when everything is present, so it is cheap to call before every build.
-DEB_PKGS := g++ make pkg-config libfuse3-dev fuse3 libpmem2-dev liburing-dev libxxhash-dev catch2 fio git rsync tar gcc
+DEB_PKGS := g++ make pkg-config libfuse3-dev fuse3 libpmem2-dev liburing-dev libxxhash-dev catch2 fio git rsync tar gcc groff-base
 deps:
 	@./tools/install-deps.sh $(DEB_PKGS)
 

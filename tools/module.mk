@@ -6,3 +6,18 @@ $(eval $(call program,kvbench,tools/kvbench.cc tools/histogram.cc,kvcore nvm ssd
 $(eval $(call program,matrixfs-stat,tools/matrixfs_stat.cc,))
 # mxfs-inject: damages an unmounted instance for the fsck tests.
 $(eval $(call program,mxfs-inject,tools/mxfs_inject.cc,fuse kvcore nvm ssd base))
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the daemon, its mount(8)
+# helper, mkfs and fsck into sbin; matrixfs-stat and kvbench into bin; the
+# man pages into share/man. Installs what is built (builds it if needed).
+PREFIX ?= /usr/local
+INSTALL_SBIN := matrixfs mount.matrixfs mkfs.matrixfs fsck.matrixfs
+INSTALL_BIN := matrixfs-stat kvbench
+install: $(addprefix $(BIN)/,$(INSTALL_SBIN) $(INSTALL_BIN))
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(addprefix $(BIN)/,$(INSTALL_SBIN)) $(DESTDIR)$(PREFIX)/sbin/
+	install -m 0755 $(addprefix $(BIN)/,$(INSTALL_BIN)) $(DESTDIR)$(PREFIX)/bin/
+	for s in 1 5 8; do \
+	  install -d $(DESTDIR)$(PREFIX)/share/man/man$$s && \
+	  install -m 0644 man/*.$$s $(DESTDIR)$(PREFIX)/share/man/man$$s/ || exit 1; \
+	done
