@@ -28,6 +28,8 @@
 #include "kvcore/include/db.h"
 #include "kvcore/log_reader.h"
 #include "kvcore/version_edit.h"
+#include "nvm/pm_wal.h"
+#include "nvm/pool.h"
 #include "ssd/file_system.h"
 #include "ssd/table.h"
 
@@ -61,6 +63,8 @@ std::string Unescape(const std::string& s) {
   }
   return out;
 }
+
+bool UsesPool(const std::string& datadir, const Superblock& sb);
 
 // How a problem may be repaired: never, by -p and -y, or by -y only.
 enum class Fix { kNever, kPreen, kRepair };
@@ -117,6 +121,7 @@ class Checker {
   }
 
   void CheckSuperblock();
+  void CheckPool();
   void CheckDatabaseFiles();
   void CheckTables(const std::map<int, std::map<uint64_t, FileMetaData>>& levels);
   void CheckWals(uint64_t log_number);
@@ -177,14 +182,58 @@ void Checker::CheckSuperblock() {
           std::to_string(sb_.block_size) +
           (sb_.pool_path.empty() ? std::string(", no pool")
                                  : ", pool " + sb_.pool_path + " (" + std::to_string(sb_.pool_size) + " bytes)"));
-  if (!sb_.pool_path.empty()) {
-    struct stat st;
-    if (::stat(sb_.pool_path.c_str(), &st) != 0) {
-      Verbose("pool " + sb_.pool_path + " does not exist (the engine does not use pools yet); pool checks skipped");
-    } else {
-      Verbose("pool " + sb_.pool_path + ": pool checks are not implemented yet");
-    }
+  if (!sb_.pool_path.empty()) CheckPool();
+}
+
+bool UsesPool(const std::string& datadir, const Superblock& sb) {
+  struct stat st;
+  return !sb.pool_path.empty() && ::stat((KvPath(datadir) + "/POOL-IDENTITY").c_str(), &st) == 0;
+}
+
+void Checker::CheckPool() {
+  const std::string& path = sb_.pool_path;
+  struct stat st;
+  if (!UsesPool(datadir_, sb_)) {
+    Verbose("pool " + path + ": recorded in the superblock, but the database was made without it; not checked");
+    return;
   }
+  if (::stat(path.c_str(), &st) != 0) {
+    Problem("pool " + path + " (named by the superblock) does not exist", Fix::kNever);
+    return;
+  }
+  auto pool = Pool::Open(path);
+  if (!pool) {
+    Problem("pool " + path + ": " + pool.error().ToString(), Fix::kNever);
+    return;
+  }
+  if ((*pool)->repaired_header()) {
+    Problem("pool " + path + ": the primary header at offset 0 was bad and was rebuilt from the backup", Fix::kPreen,
+            "rebuilt");
+  }
+  auto id = ReadFileToString(DefaultFileSystem(), KvPath(datadir_) + "/POOL-IDENTITY");
+  const std::string have = UuidToString((*pool)->header().uuid) + "\n";
+  if (id && *id != have) {
+    Problem("pool " + path + " has UUID " + Slice(have).ToEscaped() + ", " + KvPath(datadir_) +
+                "/POOL-IDENTITY expects " + Slice(*id).ToEscaped(),
+            Fix::kNever);
+  }
+  auto wal = PmWal::Open(pool->get());
+  if (!wal) {
+    Problem("pool " + path + " write-ahead log: " + wal.error().ToString(), Fix::kNever);
+    return;
+  }
+  uint64_t records = 0;
+  Status s = (*wal)->Replay([&](uint64_t, const Slice& payload) {
+    ++records;
+    if (payload.size() < 12) {
+      return Status::Corruption("record " + std::to_string(records) + ": " + std::to_string(payload.size()) +
+                                " bytes, shorter than a batch header (12)");
+    }
+    return Status::OK();
+  });
+  if (!s.ok()) Problem("pool " + path + " write-ahead log: " + s.ToString(), Fix::kNever);
+  Verbose("pool " + path + ": " + std::to_string((*pool)->size()) + " bytes, UUID " +
+          UuidToString((*pool)->header().uuid) + ", " + std::to_string(records) + " WAL records");
 }
 
 void Checker::CheckDatabaseFiles() {
@@ -518,6 +567,10 @@ void Checker::CheckGraph() {
   const std::string kv = KvPath(datadir_);
   Options opts;
   opts.create_if_missing = false;
+  if (have_sb_ && UsesPool(datadir_, sb_)) {
+    opts.nvm_path = sb_.pool_path;
+    opts.nvm_size = sb_.pool_size;
+  }
   auto db = DB::Open(opts, kv);
   if (!db) {
     if (db.error().IsBusy()) {

@@ -7,9 +7,10 @@
 // data/. Without -f an existing instance (or any non-empty DATADIR) is
 // refused with what was found; -n prints the plan and touches nothing.
 //
-// The persistent-memory pool: the engine does not open pools yet
-// (Options.nvm_path is refused), so the pool path and size are recorded in
-// the superblock only; the pool file is neither created nor sized.
+// The persistent-memory pool is created and sized by the engine through
+// MatrixFs::Format (Options.nvm_path/nvm_size from the superblock). Where
+// the filesystem layer formats without a pool, the pool path and size are
+// still recorded in the superblock and mkfs says that no pool was created.
 //
 // Exit: 0 formatted, 1 error, 16 usage.
 #include <ftw.h>
@@ -176,8 +177,7 @@ int Main(int argc, char** argv) {
   if (sb.pool_path.empty()) {
     std::printf("  pool          none (write-ahead log and L0 on SSD)\n");
   } else {
-    std::printf("  pool          %s, %llu bytes, container share %.2f (recorded in the superblock;\n"
-                "                the engine does not open pools yet, so the pool is not created)\n",
+    std::printf("  pool          %s, %llu bytes, container share %.2f\n",
                 sb.pool_path.c_str(), static_cast<unsigned long long>(sb.pool_size), container_share);
   }
   std::printf("  root          owned by uid %u gid %u\n", static_cast<unsigned>(::getuid()),
@@ -188,6 +188,10 @@ int Main(int argc, char** argv) {
 
   if (!found.empty() && !force) {
     std::fprintf(stderr, "mkfs.matrixfs: %s holds %s; use -f to overwrite it\n", datadir.c_str(), found.c_str());
+    return kExitError;
+  }
+  if (!pool_found.empty() && !force) {
+    std::fprintf(stderr, "mkfs.matrixfs: %s; use -f to overwrite it\n", pool_found.c_str());
     return kExitError;
   }
   if (dry_run) {
@@ -206,10 +210,27 @@ int Main(int argc, char** argv) {
       return kExitError;
     }
   }
+  if (!pool_found.empty()) {
+    if (!S_ISREG(pst.st_mode)) {
+      std::fprintf(stderr, "mkfs.matrixfs: pool %s is a device; this version formats pool files only\n",
+                   sb.pool_path.c_str());
+      return kExitError;
+    }
+    if (::unlink(sb.pool_path.c_str()) != 0) {
+      std::fprintf(stderr, "mkfs.matrixfs: cannot remove the old pool %s: %s\n", sb.pool_path.c_str(),
+                   std::strerror(errno));
+      return kExitError;
+    }
+  }
   Status s = MatrixFs::Format(datadir, sb, static_cast<uint32_t>(::getuid()), static_cast<uint32_t>(::getgid()));
   if (!s.ok()) {
     std::fprintf(stderr, "mkfs.matrixfs: %s\n", s.ToString().c_str());
     return kExitError;
+  }
+  if (!sb.pool_path.empty() && ::stat(sb.pool_path.c_str(), &pst) != 0) {
+    std::printf("note: pool %s is recorded in the superblock, but this build of the filesystem formats\n"
+                "      without a pool (the write-ahead log and level 0 are on the SSD)\n",
+                sb.pool_path.c_str());
   }
   std::printf("done\n");
   return 0;

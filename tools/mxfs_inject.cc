@@ -17,6 +17,7 @@
 // Thread-safety: a single-threaded program.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -76,6 +77,12 @@ int Flip(const std::string& path, off_t offset) {
 Result<std::unique_ptr<DB>> OpenDb(const std::string& datadir) {
   Options o;
   o.create_if_missing = false;
+  auto sb = ReadSuperblock(datadir);
+  struct stat st;
+  if (sb && !sb->pool_path.empty() && ::stat((KvPath(datadir) + "/POOL-IDENTITY").c_str(), &st) == 0) {
+    o.nvm_path = sb->pool_path;
+    o.nvm_size = sb->pool_size;
+  }
   return DB::Open(o, KvPath(datadir));
 }
 
