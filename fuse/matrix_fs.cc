@@ -252,6 +252,9 @@ Status MatrixFs::Format(const std::string& datadir, const Superblock& sb, uint32
   Options opts;
   opts.create_if_missing = true;
   opts.error_if_exists = true;
+  // With a pool, the WAL and L0 live there (kv/POOL-IDENTITY ties them to kv/).
+  opts.nvm_path = sb.pool_path;
+  opts.nvm_size = sb.pool_size;
   auto db = DB::Open(opts, KvPath(datadir));
   if (!db) return db.error().WithContext("cannot create the database in " + KvPath(datadir));
   InodeAttr root;
@@ -276,6 +279,13 @@ Status MatrixFs::Format(const std::string& datadir, const Superblock& sb, uint32
   return WriteSuperblock(datadir, sb);
 }
 
+WriteOptions MatrixFs::CommitOptions() const {
+  // A PM WAL persists every write before it returns; an SSD WAL needs sync.
+  WriteOptions wo;
+  wo.sync = sb_.pool_path.empty();
+  return wo;
+}
+
 Result<std::unique_ptr<MatrixFs>> MatrixFs::Open(const std::string& datadir, const MountConfig& cfg) {
   auto sb = ReadSuperblock(datadir);
   if (!sb) return Err(sb.error());
@@ -288,6 +298,8 @@ Result<std::unique_ptr<MatrixFs>> MatrixFs::Open(const std::string& datadir, con
   }
   Options opts;
   opts.create_if_missing = false;
+  opts.nvm_path = sb->pool_path;
+  opts.nvm_size = sb->pool_size;
   auto db = DB::Open(opts, KvPath(datadir));
   if (!db) {
     if (db.error().IsBusy()) {
@@ -315,7 +327,7 @@ Status MatrixFs::Startup() {
   generation_ = mounts + 1;
   v.clear();
   PutFixed64(&v, generation_);
-  if (!cfg_.read_only) MXFS_RETURN_IF_ERROR(db_->Put(SyncWrite(), SystemKey("mounts"), v));
+  if (!cfg_.read_only) MXFS_RETURN_IF_ERROR(db_->Put(CommitOptions(), SystemKey("mounts"), v));
 
   // Orphans left by a crash.
   std::vector<uint64_t> orphans;
@@ -385,7 +397,7 @@ Result<uint64_t> MatrixFs::AllocIno() {
     uint64_t limit = ino_limit_ + kInoChunk;
     std::string v;
     PutFixed64(&v, limit);
-    Status s = db_->Put(SyncWrite(), SystemKey("next_ino"), v);
+    Status s = db_->Put(CommitOptions(), SystemKey("next_ino"), v);
     if (!s.ok()) return Err(std::move(s));
     ino_limit_ = limit;
   }
@@ -466,7 +478,7 @@ Status MatrixFs::Commit(Txn* txn) {
     if (!txn->deleted_.count(ino)) txn->batch.Put(InodeKey(ino), EncodeInodeAttr(a));
   }
   for (uint64_t ino : txn->deleted_) MXFS_RETURN_IF_ERROR(DeleteInodeKeys(ino, &txn->batch));
-  MXFS_RETURN_IF_ERROR(db_->Write(SyncWrite(), &txn->batch));
+  MXFS_RETURN_IF_ERROR(db_->Write(CommitOptions(), &txn->batch));
   for (auto& [ino, a] : txn->attrs_) {
     if (Node* n = FindNode(ino)) {
       n->attr = a;
@@ -516,7 +528,7 @@ Status MatrixFs::ReclaimInode(uint64_t ino) {
   }
   WriteBatch b;
   MXFS_RETURN_IF_ERROR(DeleteInodeKeys(ino, &b));
-  MXFS_RETURN_IF_ERROR(db_->Write(SyncWrite(), &b));
+  MXFS_RETURN_IF_ERROR(db_->Write(CommitOptions(), &b));
   if (object) RemoveObject(ino);
   return Status::OK();
 }

@@ -168,6 +168,8 @@ class MatrixFs {
   };
 
   MatrixFs(std::string datadir, Superblock sb, MountConfig cfg, std::unique_ptr<DB> db);
+  // How every operation commits: sync with an SSD WAL, not with a pool.
+  WriteOptions CommitOptions() const;
 
   static size_t StripeOf(uint64_t ino);
   Stripe& StripeFor(uint64_t ino) { return stripes_[StripeOf(ino)]; }

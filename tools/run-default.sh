@@ -22,7 +22,7 @@ if [ -x "$bin/matrixfs" ]; then
   fmt=()
   if [ ! -e "$data" ] || [ -z "$(ls -A "$data" 2>/dev/null)" ]; then
     mkdir -p "$data"
-    fmt=(-o format)
+    fmt=(-o format,pool)
     echo "formatting a new instance in $data"
   fi
   "$bin/matrixfs" "$data" "$mnt" "${fmt[@]}"

@@ -3,7 +3,8 @@
 //   matrixfs DATADIR MOUNTPOINT [-f] [-d] [-o opt[,opt...]]
 //
 // Options (-o): format (format an empty DATADIR first), inline_limit=BYTES,
-// block_size=BYTES, label=TEXT (with format), allow_other,
+// block_size=BYTES, label=TEXT, pool[=PATH], pool_size=BYTES (with format),
+// allow_other,
 // default_permissions (always on), ro, debug; allow_other is implied when
 // root mounts (as for a kernel filesystem); the kernel's generic mount
 // options (nosuid, nodev, noexec, noatime, ...) pass through; fstab-only
@@ -15,9 +16,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +59,10 @@ struct Args {
                "  -o inline_limit=N  bytes kept in the KV per small file (with format; default 65536)\n"
                "  -o block_size=N    block size of small-file data (with format; default 4096)\n"
                "  -o label=TEXT      filesystem label (with format)\n"
+               "  -o pool[=PATH]     keep the WAL and L0 in a persistent-memory pool (with format;\n"
+               "                     default path /dev/shm/matrixfs-<uuid>.pool)\n"
+               "  -o pool_size=N     pool size in bytes, k/M/G suffixes (with format; default 1G or\n"
+               "                     half the free space of the pool's filesystem)\n"
                "  -o allow_other     let other users access the mount (implied for root)\n"
                "  -o ro              mount read-only\n");
   std::exit(msg ? 2 : 0);
@@ -94,6 +101,24 @@ void ParseOptions(const std::string& list, Args* a) {
       a->format_opts = true;
     } else if (key == "label") {
       a->sb.label = val;
+      a->format_opts = true;
+    } else if (key == "pool") {
+      // Empty: /dev/shm/matrixfs-<uuid>.pool, named after the new instance.
+      a->sb.pool_path = val.empty() ? "/dev/shm/matrixfs-" + a->sb.UuidString() + ".pool" : val;
+      a->format_opts = true;
+    } else if (key == "pool_size") {
+      char* end = nullptr;
+      errno = 0;
+      unsigned long long v = std::strtoull(val.c_str(), &end, 0);
+      std::string suffix = end ? std::string(end) : "";
+      if (suffix == "k" || suffix == "K") v <<= 10;
+      else if (suffix == "m" || suffix == "M") v <<= 20;
+      else if (suffix == "g" || suffix == "G") v <<= 30;
+      else if (!suffix.empty()) v = 0;
+      if (errno != 0 || end == val.c_str() || v < (8ull << 20)) {
+        Usage(("bad pool_size \"" + val + "\" (at least 8M)").c_str());
+      }
+      a->sb.pool_size = v;
       a->format_opts = true;
     }
     else if (key == "debug") a->debug = a->foreground = true;
@@ -243,6 +268,21 @@ int Main(int argc, char** argv) {
   if (a.format_opts && !a.format) {
     std::fprintf(stderr, "matrixfs: warning: inline_limit, block_size and label apply only with -o format; "
                          "%s keeps the values it was formatted with\n", a.datadir.c_str());
+  }
+  if (a.format && !a.sb.pool_path.empty() && a.sb.pool_path.size() >= kPoolPathSize) {
+    std::fprintf(stderr, "matrixfs: pool path %s is longer than %zu bytes\n", a.sb.pool_path.c_str(),
+                 kPoolPathSize - 1);
+    return 1;
+  }
+  if (a.format && !a.sb.pool_path.empty() && a.sb.pool_size == 0) {
+    // Default: 1 GiB, or half of what the pool's filesystem has free.
+    std::string dir = a.sb.pool_path.substr(0, a.sb.pool_path.find_last_of('/') + 1);
+    if (dir.empty()) dir = ".";
+    struct statvfs vfs;
+    uint64_t size = 1ull << 30;
+    if (::statvfs(dir.c_str(), &vfs) == 0) size = std::min<uint64_t>(size, uint64_t{vfs.f_bavail} * vfs.f_frsize / 2);
+    size -= size % (1ull << 20);
+    a.sb.pool_size = std::max<uint64_t>(size, 8ull << 20);
   }
   if (a.format) {
     Status s = MatrixFs::Format(a.datadir, a.sb);

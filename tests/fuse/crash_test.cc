@@ -30,10 +30,30 @@ int CountObjects(const std::string& datadir) {
   return n;
 }
 
+// A pool path under /dev/shm (created by the format), removed afterwards.
+struct PoolPath {
+  PoolPath() {
+    char tmpl[] = "/dev/shm/mxfs-fusepool-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd >= 0) close(fd);
+    path = tmpl;
+    unlink(path.c_str());
+  }
+  ~PoolPath() { unlink(path.c_str()); }
+  std::string path;
+};
+
 }  // namespace
 
 TEST_CASE("Crash: kill -9 during a workload loses no completed operation", "[fuse][crash]") {
-  MountFixture m;
+  // Also on a pool-backed instance: PM WAL without sync, container L0.
+  const bool use_pool = GENERATE(false, true);
+  INFO((use_pool ? "pool-backed instance" : "SSD-only instance"));
+  PoolPath pool;
+  MountFixture m("allow_other", use_pool ? "pool=" + pool.path + ",pool_size=64M" : "");
+  struct stat pst;
+  REQUIRE((stat(pool.path.c_str(), &pst) == 0) == use_pool);
+  REQUIRE((stat((m.datadir() + "/kv/POOL-IDENTITY").c_str(), &pst) == 0) == use_pool);
   REQUIRE(mkdir(m.P("w").c_str(), 0755) == 0);
   // An open, unlinked large file: an orphan at the time of the crash.
   int orphan = open(m.P("orphan").c_str(), O_CREAT | O_RDWR, 0644);
