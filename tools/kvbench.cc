@@ -911,7 +911,7 @@ void Benchmark::PrintWriteEffects(const EngineCounters& before) {
 }
 
 void Benchmark::PrintStats() {
-  for (const char* name : {"matrixkv.stats", "matrixkv.levels"}) {
+  for (const char* name : {"matrixkv.stats", "matrixkv.levels", "matrixkv.container", "matrixkv.compactions"}) {
     std::string v;
     if (db_->GetProperty(name, &v)) {
       std::printf("\n%s\n", v.c_str());

@@ -57,6 +57,23 @@
 #   --seed N                      (1)
 #   --keep                        keep the two DBs afterwards (default: deleted)
 #
+#   --three_way                   instead of the above: three fillrandom runs,
+#                                 (a) kvbench with its WAL and L0 in a pool
+#                                 on SHM (--nvm_path, --nvm_size), (b)
+#                                 db_bench all on disk, (c) db_bench with its
+#                                 WAL on SHM (--wal_dir). db_bench 7.8.3 has
+#                                 no db_paths/cf_paths flag, so RocksDB's L0
+#                                 stays on disk in (c): only the WAL moves.
+#                                 Writes DIR/logs/throughput.csv (second,
+#                                 ops/s of a, b, c from --report_interval_seconds=1)
+#                                 and throughput.png (gnuplot), and prints a
+#                                 table: ops/s, P50/P99/P99.9 write latency,
+#                                 write amplification, stall time, number and
+#                                 average input size of L0->L1 compactions
+#                                 (MatrixKV: column compactions).
+#   --nvm_size B                  pool size for --three_way (268435456)
+#   --shm DIR                     where the pool and RocksDB's WAL go (/dev/shm)
+#
 # Logs of the four runs stay in DIR/logs/. Exit status: 0 when all four runs
 # succeeded (whether or not the targets are met), 1 otherwise, 2 on bad usage.
 set -euo pipefail
@@ -80,6 +97,9 @@ kvbench=${KVBENCH:-$repo/build/bin/kvbench}
 db_bench=db_bench
 seed=1
 keep=0
+three_way=0
+nvm_size=$((256 << 20))
+shm=/dev/shm
 
 usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -104,6 +124,7 @@ while [ $# -gt 0 ]; do
     --direct) direct=1; continue ;;
     --drop_caches) drop_caches=1; continue ;;
     --keep) keep=1; continue ;;
+    --three_way) three_way=1; continue ;;
     -h|--help) usage ;;
   esac
   if [ -z "$val" ]; then
@@ -126,6 +147,8 @@ while [ $# -gt 0 ]; do
     --dir) dir=$val ;;
     --kvbench) kvbench=$val ;;
     --db_bench) db_bench=$val ;;
+    --nvm_size) need_int "$arg" "$val"; nvm_size=$val ;;
+    --shm) shm=$val ;;
     *) echo "kv_vs_rocksdb.sh: unknown option $arg (--help lists them)" >&2; exit 2 ;;
   esac
 done
@@ -176,6 +199,104 @@ drop() {
 }
 drop_failed=0
 
+# ---- parsing ----------------------------------------------------------------
+# result_field LOG BENCH N: the Nth number of the "BENCH   : ..." line
+# (1 micros/op, 2 ops/sec, 3 seconds, 4 operations, 5 MB/s).
+result_field() {
+  awk -v b="$2" -v n="$3" '$1 == b && $2 == ":" {
+    split("", v); k = 0
+    for (i = 3; i <= NF; i++) if ($i ~ /^[0-9.]+$/) v[++k] = $i
+    print v[n]; exit }' "$1"
+}
+# percentile LOG P: "P50" etc. from the first Percentiles: line.
+percentile() {
+  awk -v p="$2:" '/^Percentiles:/ { for (i = 1; i < NF; i++) if ($i == p) { print $(i + 1); exit } }' "$1"
+}
+found() { sed -nE 's/.*\(([0-9]+) of ([0-9]+) found\).*/\1 of \2/p' "$1" | head -1; }
+ticker() { awk -v t="$2" '$1 == t && $2 == "COUNT" { print $4; exit }' "$1"; }
+
+if [ "$three_way" = 1 ]; then
+  command -v gnuplot >/dev/null || echo "kv_vs_rocksdb.sh: gnuplot not found (Debian: gnuplot-nox); no PNG" >&2
+  sdir=$dir/rocksdb_shmwal
+  pool=$shm/kv_vs_rocksdb-$$.pool
+  wal=$shm/kv_vs_rocksdb-wal-$$
+  rm -rf "$sdir"
+  mkdir -p "$sdir"
+  trap 'rm -rf "$pool" "$wal"' EXIT
+  rep_flags() { echo "--report_interval_seconds=1 --report_file=$logs/$1.csv"; }
+  started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+  # shellcheck disable=SC2046
+  run kvbench_pool_fill "$kvbench" --benchmarks=fillrandom,stats --db="$kvdir" "${common[@]}" "${kv_only[@]}" \
+    --nvm_path="$pool" --nvm_size="$nvm_size" $(rep_flags kvbench_pool_fill)
+  # shellcheck disable=SC2046
+  run db_bench_disk_fill "$db_bench" --benchmarks=fillrandom,stats --db="$rdir" "${common[@]}" "${rocks_only[@]}" \
+    $(rep_flags db_bench_disk_fill)
+  # shellcheck disable=SC2046
+  run db_bench_shmwal_fill "$db_bench" --benchmarks=fillrandom,stats --db="$sdir" --wal_dir="$wal" "${common[@]}" \
+    "${rocks_only[@]}" $(rep_flags db_bench_shmwal_fill)
+  finished=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+  # CSV: second, ops/s of each run (empty once a run has finished).
+  csv=$logs/throughput.csv
+  awk -F, 'FNR == 1 { f++; next } { v[f, $1 + 0] = $2; if ($1 + 0 > m) m = $1 + 0 }
+    END { print "second,matrixkv_pool,rocksdb_disk,rocksdb_shm_wal"
+          for (t = 1; t <= m; t++) printf "%d,%s,%s,%s\n", t, v[1, t], v[2, t], v[3, t] }' \
+    "$logs/kvbench_pool_fill.csv" "$logs/db_bench_disk_fill.csv" "$logs/db_bench_shmwal_fill.csv" >"$csv"
+  if command -v gnuplot >/dev/null; then
+    gnuplot <<GP
+set terminal pngcairo size 1000,500 noenhanced
+set output "$logs/throughput.png"
+set datafile separator ","
+set title "fillrandom throughput, $num keys of $value_size B"
+set xlabel "seconds"
+set ylabel "ops/s"
+set key outside right
+plot "$csv" using 1:2 with lines title "MatrixKV, pool on $shm", \
+     "$csv" using 1:3 with lines title "RocksDB, all on disk", \
+     "$csv" using 1:4 with lines title "RocksDB, WAL on $shm"
+GP
+  fi
+  kf=$logs/kvbench_pool_fill.log
+  rf=$logs/db_bench_disk_fill.log
+  sf=$logs/db_bench_shmwal_fill.log
+  rocks_wa() {
+    awk -v s=$((key_size + value_size)) '$2 == "COUNT" { t[$1] = $4 }
+      END { k = t["rocksdb.number.keys.written"]; if (k > 0) printf "%.3f", (t["rocksdb.flush.write.bytes"] + t["rocksdb.compact.write.bytes"]) / (k * s); else print "n/a" }' "$1"
+  }
+  rocks_stall() { awk '$1 == "rocksdb.stall.micros" && $2 == "COUNT" { printf "%.3f", $4 / 1e6; exit }' "$1"; }
+  # L1 row of the compaction stats: Comp(cnt) is field 17; input MB = Rd(MB/s) x Comp(sec).
+  rocks_l01() {
+    awk '$1 == "L1" && $2 ~ /\// && !done { done = 1; n = $17; if (n > 0) printf "%d, %.1f MB", n, $13 * $15 / n; else print "0" }' "$1"
+  }
+  kv_l01() {
+    awk '$1 == "column.compactions" { n = $2 } $1 == "column.bytes.read.nvm" { b = $2 }
+      END { if (n > 0) printf "%d, %.1f MB from NVM (+ L1 inputs)", n, b / n / 1048576; else print "0" }' "$1"
+  }
+  echo
+  echo "three-way fillrandom: $num keys of $key_size B, values of $value_size B; write_buffer_size $write_buffer_size,"
+  echo "target_file_size_base $target_file_size_base, 1 thread, no compression, sync=$sync, seed $seed;"
+  echo "pool $nvm_size bytes on $shm ($(df -PT "$shm" | awk 'NR==2 {print $2}')); disk: $dir ($(df -PT "$dir" | awk 'NR==2 {print $2}'));"
+  echo "(c) moves only RocksDB's WAL (--wal_dir): db_bench $("$db_bench" --version 2>/dev/null | awk '{print $NF}') cannot place L0 apart."
+  echo "ran $started .. $finished; repository at $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)."
+  echo
+  printf '| %s | %s | %s | %s |\n' metric "MatrixKV (pool)" "RocksDB (disk)" "RocksDB (WAL on $shm)"
+  echo "|---|---:|---:|---:|"
+  printf '| %s | %s | %s | %s |\n' "ops/s" "$(result_field "$kf" fillrandom 2)" "$(result_field "$rf" fillrandom 2)" \
+    "$(result_field "$sf" fillrandom 2)"
+  for p in P50 P99 P99.9; do
+    printf '| %s | %s | %s | %s |\n' "write $p (us)" "$(percentile "$kf" $p)" "$(percentile "$rf" $p)" "$(percentile "$sf" $p)"
+  done
+  printf '| %s | %s | %s | %s |\n' "write amplification" \
+    "$(sed -nE 's/^Write amplification: ([0-9.]+|n\/a).*/\1/p' "$kf" | head -1)" "$(rocks_wa "$rf")" "$(rocks_wa "$sf")"
+  printf '| %s | %s | %s | %s |\n' "stall time (s)" "$(sed -nE 's/^Stall time: ([0-9.]+) seconds.*/\1/p' "$kf" | head -1)" \
+    "$(rocks_stall "$rf")" "$(rocks_stall "$sf")"
+  printf '| %s | %s | %s | %s |\n' "L0->L1 compactions (count, avg input)" "$(kv_l01 "$kf")" "$(rocks_l01 "$rf")" \
+    "$(rocks_l01 "$sf")"
+  echo
+  echo "per-second throughput: $csv$(command -v gnuplot >/dev/null && echo ", plot: $logs/throughput.png")"
+  if [ "$keep" = 0 ]; then rm -rf "$kvdir" "$rdir" "$sdir"; fi
+  exit 0
+fi
+
 started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 # What else is using the CPU (a 1-second sample; processes at >= 5%).
@@ -198,22 +319,6 @@ run db_bench_read "$db_bench" --benchmarks=readrandom --use_existing_db=1 --read
 finished=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 busy_after=$(busy)
-
-# ---- parsing ----------------------------------------------------------------
-# result_field LOG BENCH N: the Nth number of the "BENCH   : ..." line
-# (1 micros/op, 2 ops/sec, 3 seconds, 4 operations, 5 MB/s).
-result_field() {
-  awk -v b="$2" -v n="$3" '$1 == b && $2 == ":" {
-    split("", v); k = 0
-    for (i = 3; i <= NF; i++) if ($i ~ /^[0-9.]+$/) v[++k] = $i
-    print v[n]; exit }' "$1"
-}
-# percentile LOG P: "P50" etc. from the first Percentiles: line.
-percentile() {
-  awk -v p="$2:" '/^Percentiles:/ { for (i = 1; i < NF; i++) if ($i == p) { print $(i + 1); exit } }' "$1"
-}
-found() { sed -nE 's/.*\(([0-9]+) of ([0-9]+) found\).*/\1 of \2/p' "$1" | head -1; }
-ticker() { awk -v t="$2" '$1 == t && $2 == "COUNT" { print $4; exit }' "$1"; }
 
 kf=$logs/kvbench_fill.log
 rf=$logs/db_bench_fill.log
