@@ -71,11 +71,13 @@ Status NvmBackend::Open(bool new_db) {
     co.size = o.nvm_size != 0 ? o.nvm_size : kDefaultPoolSize;
     co.size -= co.size % kPoolPageSize;
     co.uuid = NewUuid();
-    // The WAL must hold every unflushed memtable (up to max_write_buffer_number
-    // of them) with room to spare; the container gets the rest.
-    uint64_t want = 3 * static_cast<uint64_t>(o.write_buffer_size) * static_cast<uint64_t>(o.max_write_buffer_number);
-    want = std::max<uint64_t>(want, 16 * kMiB);
-    want = std::min<uint64_t>(want, co.size / 2);
+    // The WAL should hold every unflushed memtable (up to
+    // max_write_buffer_number of them) and a spare segment; it takes at most a
+    // quarter of the pool (a fuller WAL switches the memtable early, see
+    // DBImpl::MakeRoomForWrite); the container gets the rest.
+    uint64_t want = 2 * static_cast<uint64_t>(o.write_buffer_size) * static_cast<uint64_t>(o.max_write_buffer_number);
+    want = std::max<uint64_t>(want + 2 * kMiB, 16 * kMiB);
+    want = std::min<uint64_t>(want, co.size / 4);
     want -= want % kMiB;
     co.wal_size = want;
     auto pool = Pool::Create(path, co);
@@ -83,7 +85,8 @@ Status NvmBackend::Open(bool new_db) {
     pool_ = std::move(*pool);
     // Segments: 8 per log, 1..16 MiB each; a write group must fit in one.
     uint64_t seg = std::clamp<uint64_t>(co.wal_size / 8, kMiB, 16 * kMiB);
-    seg -= seg % kMiB;
+    seg = std::min<uint64_t>(seg, (co.wal_size - kPoolPageSize) / 2);  // the log needs two segments
+    seg -= seg % kPoolPageSize;
     MXFS_RETURN_IF_ERROR(PmWal::Format(pool_.get(), seg));
     MXFS_RETURN_IF_ERROR(MatrixContainer::Format(pool_.get()));
     MXFS_KILL_POINT("kvcore.pool.before_identity");
