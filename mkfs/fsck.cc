@@ -704,9 +704,12 @@ void Checker::CheckGraph() {
       for (auto& [ino, n] : nodes_) {
         if (n.deleted || n.orphan || reached.count(ino) || ino >= kFirstVirtualIno) continue;
         auto r = refs.find(ino);
-        bool has_ref = false;
+        bool has_ref = false;  // an entry that could connect it (in an existing directory)
         if (r != refs.end()) {
-          for (size_t i : r->second) has_ref |= dents_[i].live;
+          for (size_t i : r->second) {
+            Node* p = Find(dents_[i].parent);
+            has_ref |= dents_[i].live && p != nullptr && p->a.IsDir();
+          }
         }
         if (pass == 0 ? !has_ref : n.a.IsDir()) {
           pick = ino;

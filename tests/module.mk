@@ -7,7 +7,7 @@ test_libs_ssd := ssd base
 test_libs_nvm := nvm base
 test_libs_kvcore := kvcore nvm ssd base
 test_libs_fuse := fuse kvcore nvm ssd base
-test_libs_mkfs := base
+test_libs_mkfs := fuse kvcore nvm ssd base
 define test_bin
 ifneq ($$(wildcard tests/$(1)/*.cc),)
 $(BIN)/test_$(1): $$(patsubst %.cc,$(BUILD)/obj/%.o,$$(wildcard tests/$(1)/*.cc)) $(TEST_MAIN_OBJ) $$(call lib_deps,$$(test_libs_$(1)))

@@ -1,0 +1,102 @@
+// fsck.matrixfs on an instance whose database keeps its WAL and level 0 in a
+// persistent-memory pool (on /dev/shm): the pool is checked and the graph is
+// read through it; a pool that belongs to another database is named.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "base/coding.h"
+#include "fuse/schema.h"
+#include "fuse/superblock.h"
+#include "kvcore/include/db.h"
+#include "tests/fuse/mount_fixture.h"
+
+namespace {
+
+std::pair<int, std::string> Fsck(const std::string& args) {
+  std::string out;
+  FILE* p = popen(("'" + mxfs_test::BinDir() + "/fsck.matrixfs' " + args + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+}  // namespace
+
+TEST_CASE("fsck: a pool-backed instance checks clean, and a pool of another database is named") {
+  char tmpl[] = "/tmp/mxfs-fsck-pool-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string root = tmpl;
+  const std::string datadir = root + "/data";
+  char ptmpl[] = "/dev/shm/mxfs-fsck-pool-XXXXXX";
+  REQUIRE(mkdtemp(ptmpl) != nullptr);
+  const std::string pooldir = ptmpl;
+  const std::string pool = pooldir + "/pool";
+
+  // What mkfs writes, with the database made through the engine's pool.
+  REQUIRE(mkdir(datadir.c_str(), 0755) == 0);
+  REQUIRE(mkdir(mxfs::DataPath(datadir).c_str(), 0700) == 0);
+  mxfs::Superblock sb = mxfs::Superblock::New();
+  sb.pool_path = pool;
+  sb.pool_size = 64ull << 20;
+  {
+    mxfs::Options o;
+    o.nvm_path = pool;
+    o.nvm_size = sb.pool_size;
+    o.write_buffer_size = 1 << 20;
+    auto db = mxfs::DB::Open(o, mxfs::KvPath(datadir));
+    REQUIRE(db.has_value());
+    mxfs::InodeAttr a;
+    a.mode = S_IFDIR | 0755;
+    a.nlink = 3;
+    a.parent = mxfs::kRootIno;
+    mxfs::InodeAttr d = a;
+    d.nlink = 2;
+    mxfs::InodeAttr f;
+    f.mode = S_IFREG | 0644;
+    f.nlink = 1;
+    f.size = 5;
+    mxfs::WriteBatch b;
+    b.Put(mxfs::InodeKey(mxfs::kRootIno), mxfs::EncodeInodeAttr(a));
+    b.Put(mxfs::InodeKey(16), mxfs::EncodeInodeAttr(d));
+    b.Put(mxfs::InodeKey(17), mxfs::EncodeInodeAttr(f));
+    b.Put(mxfs::DentryKey(mxfs::kRootIno, "dir"), mxfs::EncodeDirEntry({16, DT_DIR}));
+    b.Put(mxfs::DentryKey(16, "file"), mxfs::EncodeDirEntry({17, DT_REG}));
+    b.Put(mxfs::BlockKey(17, 0), "hello");
+    std::string v;
+    mxfs::PutFixed64(&v, 1024);
+    b.Put(mxfs::SystemKey("next_ino"), v);
+    mxfs::WriteOptions wo;
+    wo.sync = true;
+    REQUIRE((*db)->Write(wo, &b).ok());
+    REQUIRE((*db)->Close().ok());
+  }
+  REQUIRE(mxfs::WriteSuperblock(datadir, sb).ok());
+
+  auto [rc, out] = Fsck("-n -v '" + datadir + "'");
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK(out.find("pool " + pool + ": ") != std::string::npos);
+  CHECK(out.find("WAL records") != std::string::npos);
+  CHECK(out.find("3 inodes") != std::string::npos);
+
+  // The database directory now claims a different pool.
+  const std::string identity = mxfs::KvPath(datadir) + "/POOL-IDENTITY";
+  REQUIRE(mxfs_test::WriteAll(identity, "00000000-0000-4000-8000-000000000000\n"));
+  auto [rc2, out2] = Fsck("-n '" + datadir + "'");
+  INFO(out2);
+  CHECK(rc2 == 4);
+  CHECK(out2.find("POOL-IDENTITY") != std::string::npos);
+
+  mxfs_test::RemoveTree(root);
+  mxfs_test::RemoveTree(pooldir);
+}
