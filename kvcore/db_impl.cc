@@ -607,9 +607,12 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       stall_slowdown_us_ += NowMicros() - start;
       allow_delay = false;
     } else if (!force && mem_->ApproximateMemoryUsage() <= ctx_.options.write_buffer_size &&
-               !(nvm_ && !mem_->Empty() && nvm_->wal()->BytesUsed() > nvm_->wal()->capacity() / 2)) {
+               !(nvm_ && !mem_->Empty() &&
+                 (nvm_->wal()->BytesUsed() > nvm_->wal()->capacity() / 2 ||
+                  mem_->ApproximateMemoryUsage() > nvm_->pool()->header().container_size / 8))) {
       // (A PM WAL more than half full also switches the memtable, so that a
-      // flush can release it.)
+      // flush can release it; so does a memtable of an eighth of the
+      // container, so that a row always fits in the receiver.)
       return Status::OK();
     } else if (static_cast<int>(imms_.size()) >= ctx_.options.max_write_buffer_number - 1) {
       const uint64_t start = NowMicros();
