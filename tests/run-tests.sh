@@ -2,6 +2,7 @@
 # Runs every test binary in BUILD/bin (test_*) and prints one closing line,
 # "tests: N passed, M failed", counting Catch2 test cases across binaries.
 set -uo pipefail
+cd "$(dirname "$0")/.."
 build=${1:-build}
 passed=0
 failed=0
@@ -28,6 +29,16 @@ for t in "$build"/bin/test_*; do
     grep -qE '^test cases:.*failed' "$out" || failed=$((failed + 1))
   fi
   rm -f "$out"
+done
+# Script checks of whole programs: each counts as one test.
+for script in tools/bench/kvbench_smoke.sh; do
+  echo "=== $script"
+  if "./$script" "$build"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    bad_bins+=("$script")
+  fi
 done
 [ ${#bad_bins[@]} -gt 0 ] && echo "failing binaries: ${bad_bins[*]}"
 echo "tests: $passed passed, $failed failed"
