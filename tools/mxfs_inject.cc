@@ -9,7 +9,8 @@
 //   mxfs-inject del-inode DATADIR PATH   delete the inode key of PATH, leaving its dentry
 //   mxfs-inject dangling DATADIR NAME    add /NAME naming an inode that does not exist
 //   mxfs-inject bump-nlink DATADIR PATH  add one to PATH's nlink
-//   mxfs-inject rowtable|pm-wal DATADIR  persistent-memory damage (needs a pool; exit 3 without)
+//   mxfs-inject pm-wal DATADIR           flip a byte in the oldest record of the pool's WAL (exit 3: no pool/record)
+//   mxfs-inject rowtable DATADIR         not implemented yet (exit 3)
 //
 // Prints what it changed (file and offset, or key). Exit 0 done, 1 error,
 // 2 usage, 3 not applicable.
@@ -25,10 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "base/coding.h"
 #include "fuse/schema.h"
 #include "fuse/superblock.h"
 #include "kvcore/filename.h"
 #include "kvcore/include/db.h"
+#include "nvm/pool.h"
 
 namespace mxfs {
 namespace {
@@ -72,6 +75,39 @@ int Flip(const std::string& path, off_t offset) {
   if (!ok) return Fail("cannot write " + path);
   std::printf("flipped byte %lld of %s\n", static_cast<long long>(offset), path.c_str());
   return 0;
+}
+
+// Flips a payload byte of the oldest committed record of the pool's WAL
+// (layout in nvm/pm_wal.h): the head word names its logical position.
+int FlipPmWal(const std::string& datadir) {
+  auto sb = ReadSuperblock(datadir);
+  if (!sb) return Fail(sb.error().ToString());
+  if (sb->pool_path.empty()) {
+    std::fprintf(stderr, "mxfs-inject: pm-wal: %s has no pool\n", datadir.c_str());
+    return 3;
+  }
+  uint64_t wal_offset;
+  {
+    auto pool = Pool::Open(sb->pool_path);
+    if (!pool) return Fail(pool.error().ToString());
+    wal_offset = (*pool)->header().wal_offset;
+  }
+  int fd = ::open(sb->pool_path.c_str(), O_RDWR);
+  if (fd < 0) return Fail("cannot open " + sb->pool_path);
+  char hdr[136];
+  if (::pread(fd, hdr, sizeof(hdr), static_cast<off_t>(wal_offset)) != static_cast<ssize_t>(sizeof(hdr))) {
+    ::close(fd);
+    return Fail("cannot read the WAL header of " + sb->pool_path);
+  }
+  uint64_t seg_size = DecodeFixed64(hdr + 16), seg_count = DecodeFixed64(hdr + 24);
+  uint64_t head = DecodeFixed64(hdr + 64), tail = DecodeFixed64(hdr + 128);
+  ::close(fd);
+  if (head >= tail || seg_size == 0 || seg_count == 0) {
+    std::fprintf(stderr, "mxfs-inject: pm-wal: the log of %s holds no record\n", sb->pool_path.c_str());
+    return 3;
+  }
+  uint64_t phys = 4096 + head % (seg_size * seg_count);
+  return Flip(sb->pool_path, static_cast<off_t>(wal_offset + phys + 4));  // the payload length
 }
 
 Result<std::unique_ptr<DB>> OpenDb(const std::string& datadir) {
@@ -120,10 +156,9 @@ int Main(int argc, char** argv) {
   if (cmd == "sst") return Flip(Newest(datadir, FileType::kTable), 20);
   if (cmd == "manifest") return Flip(Newest(datadir, FileType::kManifest), 12);
   if (cmd == "wal") return Flip(Newest(datadir, FileType::kLog), 12);
-  if (cmd == "rowtable" || cmd == "pm-wal") {
-    auto sb = ReadSuperblock(datadir);
-    if (!sb) return Fail(sb.error().ToString());
-    std::fprintf(stderr, "mxfs-inject: %s: the engine does not open pools yet; nothing to damage\n", cmd.c_str());
+  if (cmd == "pm-wal") return FlipPmWal(datadir);
+  if (cmd == "rowtable") {
+    std::fprintf(stderr, "mxfs-inject: rowtable: not implemented yet\n");
     return 3;
   }
   auto db = OpenDb(datadir);

@@ -89,6 +89,26 @@ TEST_CASE("fsck: a pool-backed instance checks clean, and a pool of another data
   CHECK(out.find("WAL records") != std::string::npos);
   CHECK(out.find("3 inodes") != std::string::npos);
 
+  // A damaged record in the pool's write-ahead log is named, with its offset.
+  std::string saved = mxfs_test::ReadAll(pool);
+  {
+    std::string out3;
+    FILE* p = popen(("'" + mxfs_test::BinDir() + "/mxfs-inject' pm-wal '" + datadir + "' 2>&1").c_str(), "r");
+    REQUIRE(p != nullptr);
+    char buf[512];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out3.append(buf, n);
+    int st = pclose(p);
+    INFO(out3);
+    REQUIRE(WEXITSTATUS(st) == 0);
+  }
+  auto [rc3, out3] = Fsck("-n '" + datadir + "'");
+  INFO(out3);
+  CHECK(rc3 == 4);
+  CHECK(out3.find("pool " + pool + " write-ahead log") != std::string::npos);
+  CHECK(out3.find("offset") != std::string::npos);
+  REQUIRE(mxfs_test::WriteAll(pool, saved));
+
   // The database directory now claims a different pool.
   const std::string identity = mxfs::KvPath(datadir) + "/POOL-IDENTITY";
   REQUIRE(mxfs_test::WriteAll(identity, "00000000-0000-4000-8000-000000000000\n"));
