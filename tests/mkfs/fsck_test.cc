@@ -377,3 +377,52 @@ TEST_CASE("fsck: damaged SSTable, MANIFEST and WAL are named; mounting fails cle
   // Persistent-memory damage needs a pool (pool_test.cc has one).
   CHECK(Exec("mxfs-inject", {"pm-wal", s.data()}).rc == 3);
 }
+
+TEST_CASE("mkfs --pool: the engine's pool holds the log; fsck checks it clean, then names a damaged PM WAL record") {
+  Scratch s;
+  char ptmpl[] = "/dev/shm/mxfs-mkfs-pool-XXXXXX";
+  REQUIRE(mkdtemp(ptmpl) != nullptr);
+  const std::string pooldir = ptmpl;
+  const std::string pool = pooldir + "/pool";
+  Run mk = Exec("mkfs.matrixfs", {"--pool", pool, "--pool-size", "64M", "-L", "pooled", s.data()});
+  INFO(mk.out);
+  REQUIRE(mk.rc == 0);
+  struct stat st;
+  REQUIRE(stat(pool.c_str(), &st) == 0);
+  CHECK(static_cast<uint64_t>(st.st_size) == (64ull << 20));
+  {
+    Daemon d(s.data(), s.mnt(), s.log());
+    REQUIRE(d.Start());
+    REQUIRE(mkdir((s.mnt() + "/dir").c_str(), 0755) == 0);
+    REQUIRE(WriteAll(s.mnt() + "/dir/f", "pooled data"));
+    REQUIRE(WriteAll(s.mnt() + "/big", std::string(100000, 'y')));
+    CHECK(d.Stop() == 0);
+  }
+  Run ck = Exec("fsck.matrixfs", {"-v", s.data()});
+  INFO(ck.out);
+  CHECK(ck.rc == 0);
+  CHECK(ck.out.find("WAL records") != std::string::npos);
+
+  // Without -f an existing pool is refused too.
+  Run again = Exec("mkfs.matrixfs", {"--pool", pool, s.root() + "/other"});
+  CHECK(again.rc == 1);
+  CHECK(again.out.find("pool " + pool + " exists") != std::string::npos);
+
+  Run inj = Exec("mxfs-inject", {"pm-wal", s.data()});
+  INFO(inj.out);
+  REQUIRE(inj.rc == 0);
+  Run bad = Exec("fsck.matrixfs", {"-n", s.data()});
+  INFO(bad.out);
+  CHECK(bad.rc == 4);
+  CHECK(bad.out.find("pool offset") != std::string::npos);
+  Daemon d(s.data(), s.mnt(), s.log());
+  if (d.Start()) {
+    Walk(s.mnt());
+    d.Stop();
+  }
+  INFO(d.Log());
+  CHECK(WIFEXITED(d.status()));
+  CHECK(WEXITSTATUS(d.status()) == 1);
+  CHECK(d.Log().find("checksum mismatch") != std::string::npos);
+  RemoveTree(pooldir);
+}
