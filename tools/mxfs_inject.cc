@@ -10,7 +10,7 @@
 //   mxfs-inject dangling DATADIR NAME    add /NAME naming an inode that does not exist
 //   mxfs-inject bump-nlink DATADIR PATH  add one to PATH's nlink
 //   mxfs-inject pm-wal DATADIR           flip a byte in the oldest record of the pool's WAL (exit 3: no pool/record)
-//   mxfs-inject rowtable DATADIR         not implemented yet (exit 3)
+//   mxfs-inject rowtable DATADIR         flip a metadata byte of the first committed RowTable (exit 3: none)
 //
 // Prints what it changed (file and offset, or key). Exit 0 done, 1 error,
 // 2 usage, 3 not applicable.
@@ -110,6 +110,43 @@ int FlipPmWal(const std::string& datadir) {
   return Flip(sb->pool_path, static_cast<off_t>(wal_offset + phys + 4));  // the payload length
 }
 
+// Flips a byte of the metadata (entry array) of the first committed row of
+// the matrix container (layout in man/matrixfs.5, "Matrix container region"
+// and "RowTable"): slot i is at region + 53248 + 16 i, its location names
+// the row's header data page; data pages start at region + 98304.
+int FlipRowTable(const std::string& datadir) {
+  auto sb = ReadSuperblock(datadir);
+  if (!sb) return Fail(sb.error().ToString());
+  if (sb->pool_path.empty()) {
+    std::fprintf(stderr, "mxfs-inject: rowtable: %s has no pool\n", datadir.c_str());
+    return 3;
+  }
+  uint64_t region;
+  {
+    auto pool = Pool::Open(sb->pool_path);
+    if (!pool) return Fail(pool.error().ToString());
+    region = (*pool)->header().container_offset;
+  }
+  int fd = ::open(sb->pool_path.c_str(), O_RDONLY);
+  if (fd < 0) return Fail("cannot open " + sb->pool_path);
+  constexpr uint64_t kSlots = 53248, kNumSlots = 1024, kDataPages = 98304, kPage = 4096;
+  char slots[kNumSlots * 16];
+  bool ok = ::pread(fd, slots, sizeof(slots), static_cast<off_t>(region + kSlots)) == static_cast<ssize_t>(sizeof(slots));
+  ::close(fd);
+  if (!ok) return Fail("cannot read the row slots of " + sb->pool_path);
+  for (uint64_t i = 0; i < kNumSlots; ++i) {
+    uint64_t location = DecodeFixed64(slots + 16 * i);
+    uint64_t row_id = DecodeFixed64(slots + 16 * i + 8);
+    if (row_id == 0) continue;
+    uint64_t header = region + kDataPages + (location & 0xffffffffull) * kPage;
+    std::printf("row %llu (slot %llu) at pool offset %llu\n", static_cast<unsigned long long>(row_id),
+                static_cast<unsigned long long>(i), static_cast<unsigned long long>(header));
+    return Flip(sb->pool_path, static_cast<off_t>(header + kPage + 2));  // first metadata entry
+  }
+  std::fprintf(stderr, "mxfs-inject: rowtable: the container of %s holds no row\n", sb->pool_path.c_str());
+  return 3;
+}
+
 Result<std::unique_ptr<DB>> OpenDb(const std::string& datadir) {
   Options o;
   o.create_if_missing = false;
@@ -157,10 +194,7 @@ int Main(int argc, char** argv) {
   if (cmd == "manifest") return Flip(Newest(datadir, FileType::kManifest), 12);
   if (cmd == "wal") return Flip(Newest(datadir, FileType::kLog), 12);
   if (cmd == "pm-wal") return FlipPmWal(datadir);
-  if (cmd == "rowtable") {
-    std::fprintf(stderr, "mxfs-inject: rowtable: not implemented yet\n");
-    return 3;
-  }
+  if (cmd == "rowtable") return FlipRowTable(datadir);
   auto db = OpenDb(datadir);
   if (!db) return Fail(db.error().ToString());
   WriteOptions wo;
