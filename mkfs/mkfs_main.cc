@@ -16,8 +16,10 @@
 #include <ftw.h>
 #include <getopt.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -40,7 +42,7 @@ constexpr int kExitUsage = 16;
   std::fprintf(stderr,
                "usage: mkfs.matrixfs [options] [--pool PATH] DATADIR\n"
                "  --pool PATH            persistent-memory pool (file on DAX or /dev/shm, or devdax)\n"
-               "  --pool-size SIZE       pool size (K/M/G/T suffixes; default 1G with --pool)\n"
+               "  --pool-size SIZE       pool size (K/M/G/T suffixes, at least 8M; default 1G or half the free space)\n"
                "  --container-share F    receiver's share of the container, 0 < F < 1 (default 0.6)\n"
                "  --inline-limit SIZE    files up to SIZE keep their data in the KV (default 64K)\n"
                "  --block-size SIZE      block size of inline data, power of two 512..1M (default 4096)\n"
@@ -98,8 +100,8 @@ int Main(int argc, char** argv) {
         }
         break;
       case 'S':
-        if (!ParseSize(optarg, &v) || v < (16ull << 20)) {
-          Usage(std::string("--pool-size: \"") + optarg + "\" is not a size of at least 16M");
+        if (!ParseSize(optarg, &v) || v < (8ull << 20)) {
+          Usage(std::string("--pool-size: \"") + optarg + "\" is not a size of at least 8M");
         }
         sb.pool_size = v;
         pool_size_given = true;
@@ -147,7 +149,17 @@ int Main(int argc, char** argv) {
   if (argc - optind > 1) Usage(std::string("unexpected argument \"") + argv[optind + 1] + "\"");
   const std::string datadir = argv[optind];
   if (pool_size_given && sb.pool_path.empty()) Usage("--pool-size given without --pool");
-  if (!sb.pool_path.empty() && sb.pool_size == 0) sb.pool_size = 1ull << 30;
+  if (!sb.pool_path.empty() && sb.pool_size == 0) {
+    // As the daemon's -o pool: 1G, or half of what the pool's filesystem has free.
+    sb.pool_size = 1ull << 30;
+    std::string dir = sb.pool_path.substr(0, sb.pool_path.find_last_of('/') + 1);
+    struct statvfs vfs;
+    if (::statvfs(dir.empty() ? "." : dir.c_str(), &vfs) == 0) {
+      uint64_t half = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize / 2;
+      sb.pool_size = std::max<uint64_t>(std::min<uint64_t>(sb.pool_size, half), 8ull << 20);
+    }
+    sb.pool_size -= sb.pool_size % 4096;
+  }
   if (Status s = ValidateSuperblock(sb); !s.ok()) Usage(std::string(s.message()));
 
   // What is there already?
