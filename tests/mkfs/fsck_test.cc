@@ -447,3 +447,22 @@ TEST_CASE("mkfs --pool: the engine's pool holds the log; fsck checks it clean, t
   CHECK(d.Log().find("checksum mismatch") != std::string::npos);
   RemoveTree(pooldir);
 }
+
+TEST_CASE("fsck -p: repairs a link count, leaves a namespace change to -y") {
+  Scratch s;
+  MakePopulated(s);
+  REQUIRE(Exec("mxfs-inject", {"bump-nlink", s.data(), "a/b"}).rc == 0);
+  REQUIRE(Exec("mxfs-inject", {"dangling", s.data(), "ghost"}).rc == 0);
+  Run preen = Exec("fsck.matrixfs", {"-p", s.data()});
+  INFO(preen.out);
+  CHECK(preen.rc == 4);  // the nlink is fixed, the dangling entry is left
+  CHECK(preen.out.find("nlink set to") != std::string::npos);
+  CHECK(preen.out.find("dentry /ghost") != std::string::npos);
+  CHECK(preen.out.find("(-y repairs it)") != std::string::npos);
+  Run check = Exec("fsck.matrixfs", {"-n", s.data()});
+  INFO(check.out);
+  CHECK(check.rc == 4);
+  CHECK(check.out.find("nlink") == std::string::npos);
+  CHECK(Exec("fsck.matrixfs", {"-y", s.data()}).rc == 1);
+  CHECK(Exec("fsck.matrixfs", {"-n", s.data()}).rc == 0);
+}
