@@ -923,6 +923,10 @@ FsckResult Checker::Run() {
     OperationalError("refusing to check " + datadir_ + ": " + what + "; unmount it first");
     return res_;
   }
+  if (::stat(SuperblockPath(datadir_).c_str(), &st) != 0 && ::stat(KvPath(datadir_).c_str(), &st) != 0) {
+    OperationalError(datadir_ + " is not a MatrixFS instance (no superblock, no kv/)");
+    return res_;
+  }
   // Hold the database lock across the file checks so no mount starts meanwhile.
   auto lock = DefaultFileSystem()->LockFile(LockFileName(KvPath(datadir_)));
   if (lock) lock_ = std::move(*lock);

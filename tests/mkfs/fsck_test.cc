@@ -290,6 +290,9 @@ TEST_CASE("mkfs/fsck/matrixfs-stat: a bad argument exits 16 naming it, with the 
     CHECK(r.out.find("usage:") != std::string::npos);
   }
   Scratch s;
+  Run notfs = Exec("fsck.matrixfs", {s.mnt()});
+  CHECK(notfs.rc == 8);
+  CHECK(notfs.out.find("not a MatrixFS instance") != std::string::npos);
   Run notmnt = Exec("matrixfs-stat", {s.mnt()});
   CHECK(notmnt.rc == 1);
   CHECK(notmnt.out.find("not a MatrixFS mount") != std::string::npos);
