@@ -21,7 +21,8 @@
 #
 # Prints one table (rows: workloads; columns: targets, then MatrixFS/ext4
 # and MatrixFS/passthrough ratios). Needs root (mounts, drop_caches).
-set -euo pipefail
+set -Eeuo pipefail
+trap 'echo "fs_vs_ext4.sh: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 base="$top/var/fsbench"
