@@ -90,7 +90,7 @@ if want passthrough; then
   # Its defaults (cache=auto, timeout 1 s) as shipped; writeback on to be fair.
   # It holds an O_PATH fd for every inode the kernel knows, so the default
   # limit of 1024 open files breaks it at the first large directory.
-  (ulimit -n 1048576 && "$work/passthrough_ll" -o source="$work/pt-src",writeback "$work/pt-mnt")
+  (ulimit -n "$(ulimit -Hn)" && "$work/passthrough_ll" -o source="$work/pt-src",writeback "$work/pt-mnt")
   mounts+=("$work/pt-mnt")
   dir_of[passthrough]="$work/pt-mnt"
 fi
