@@ -1778,12 +1778,19 @@ void MatrixFs::StatFs(fuse_req_t req, fuse_ino_t) {
 
 // ---------------------------------------------------------------- xattrs
 
+namespace {
+// An xattr name must be 1..kMaxXattrNameLen bytes; otherwise ERANGE, as on Linux.
+bool XattrNameValid(const char* name) {
+  size_t nlen = std::strlen(name);
+  return nlen != 0 && nlen <= kMaxXattrNameLen;
+}
+}  // namespace
+
 void MatrixFs::SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int flags) {
   Count(kOpXattr);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, EPERM);
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
-  size_t nlen = std::strlen(name);
-  if (nlen == 0 || nlen > kMaxXattrNameLen) return (void)fuse_reply_err(req, ERANGE);
+  if (!XattrNameValid(name)) return (void)fuse_reply_err(req, ERANGE);
   if (size > kMaxXattrValueLen) return (void)fuse_reply_err(req, E2BIG);
   // POSIX ACLs are not supported (FUSE_CAP_POSIX_ACL is off): storing them as
   // plain bytes would let tools believe the ACL set the mode (cp -a would then
@@ -1810,8 +1817,7 @@ void MatrixFs::SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const 
 void MatrixFs::GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   Count(kOpXattr);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, ENODATA);
-  size_t nlen = std::strlen(name);
-  if (nlen == 0 || nlen > kMaxXattrNameLen) return (void)fuse_reply_err(req, ERANGE);
+  if (!XattrNameValid(name)) return (void)fuse_reply_err(req, ERANGE);
   std::string v;
   Status s = db_->Get(ReadOptions(), XattrKey(ino, name), &v);
   if (s.IsNotFound()) return (void)fuse_reply_err(req, ENODATA);
@@ -1843,8 +1849,7 @@ void MatrixFs::RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   Count(kOpXattr);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, EPERM);
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
-  size_t nlen = std::strlen(name);
-  if (nlen == 0 || nlen > kMaxXattrNameLen) return (void)fuse_reply_err(req, ERANGE);
+  if (!XattrNameValid(name)) return (void)fuse_reply_err(req, ERANGE);
   Status s = [&]() -> Status {
     InodeLocks locks(this, {ino});
     Txn txn(this);
