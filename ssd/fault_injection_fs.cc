@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <set>
+#include <thread>
 
 namespace mxfs {
 
@@ -19,6 +22,98 @@ const char* FaultOpName(FaultOp op) {
     case FaultOp::kCreateDir: return "mkdir";
   }
   return "unknown";
+}
+
+std::string FaultSpec::ToString() const {
+  std::string out = FaultOpName(op);
+  if (err == 0) out += ":delay";
+  else if (err == EIO) out += ":eio";
+  else if (err == ENOSPC) out += ":enospc";
+  else out += ":errno" + std::to_string(err);
+  out += ":after=" + std::to_string(after);
+  if (!path.empty()) out += ":path=" + path;
+  if (one_shot) out += ":oneshot";
+  if (err == 0) out += ":ms=" + std::to_string(delay_ms);
+  return out;
+}
+
+namespace {
+
+bool ParseCount(const std::string& s, uint64_t* out) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 18) return false;
+  *out = std::strtoull(s.c_str(), nullptr, 10);
+  return true;
+}
+
+Result<FaultSpec> ParseOneFaultSpec(const std::string& rule) {
+  auto bad = [&](const std::string& why) {
+    return Err(Status::InvalidArgument("fault rule \"" + rule + "\": " + why +
+                                       " (expected OP:eio|enospc|delay[:after=N][:path=SUBSTR][:oneshot][:ms=N])"));
+  };
+  std::vector<std::string> fields;
+  size_t start = 0;
+  while (true) {
+    const size_t colon = rule.find(':', start);
+    fields.push_back(rule.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  if (fields.size() < 2) return bad("needs at least OP:ERR");
+  FaultSpec spec;
+  bool found = false;
+  for (int i = 0; i < kNumFaultOps; i++) {
+    if (fields[0] == FaultOpName(static_cast<FaultOp>(i))) {
+      spec.op = static_cast<FaultOp>(i);
+      found = true;
+    }
+  }
+  if (!found) return bad("unknown operation \"" + fields[0] + "\"");
+  if (fields[1] == "eio") spec.err = EIO;
+  else if (fields[1] == "enospc") spec.err = ENOSPC;
+  else if (fields[1] == "delay") {
+    spec.err = 0;
+    spec.delay_ms = 100;
+  } else return bad("unknown error \"" + fields[1] + "\"");
+  for (size_t i = 2; i < fields.size(); i++) {
+    const std::string& f = fields[i];
+    if (f == "oneshot") {
+      spec.one_shot = true;
+    } else if (f.starts_with("after=")) {
+      if (!ParseCount(f.substr(6), &spec.after)) return bad("bad count in \"" + f + "\"");
+    } else if (f.starts_with("path=")) {
+      spec.path = f.substr(5);
+      if (spec.path.empty()) return bad("empty path filter");
+    } else if (f.starts_with("ms=")) {
+      uint64_t ms = 0;
+      if (!ParseCount(f.substr(3), &ms) || ms > 60000) return bad("bad delay in \"" + f + "\" (at most 60000)");
+      if (spec.err != 0) return bad("ms= applies to delay rules only");
+      spec.delay_ms = static_cast<uint32_t>(ms);
+    } else {
+      return bad("unknown field \"" + f + "\"");
+    }
+  }
+  return spec;
+}
+
+}  // namespace
+
+Result<std::vector<FaultSpec>> ParseFaultSpecs(const std::string& text) {
+  std::vector<FaultSpec> out;
+  std::string rule;
+  for (size_t i = 0; i <= text.size(); i++) {
+    const char c = i < text.size() ? text[i] : ';';
+    if (c == ';' || c == '\n' || c == ' ' || c == '\t' || c == '\r') {
+      if (!rule.empty()) {
+        auto spec = ParseOneFaultSpec(rule);
+        if (!spec) return Err(spec.error());
+        out.push_back(std::move(*spec));
+      }
+      rule.clear();
+    } else {
+      rule.push_back(c);
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -48,10 +143,9 @@ struct FaultInjectionFileSystem::FileState {
 
 struct FaultInjectionFileSystem::Shared {
   struct Fault {
-    bool armed = false;
-    bool one_shot = false;
+    FaultSpec spec;
     uint64_t remaining = 0;
-    int err = 0;
+    bool armed = true;
   };
   struct DirOp {
     enum class Kind { kCreate, kRemove, kRename } kind;
@@ -62,35 +156,60 @@ struct FaultInjectionFileSystem::Shared {
     std::string old_contents;  // removed file, or the file a rename replaced
   };
 
+  explicit Shared(bool track) : tracking(track) {}
+
+  const bool tracking;  // false: error-only mode, no crash state
   mutable std::mutex mu;
   bool active = true;
   uint64_t epoch = 0;
-  Fault faults[kNumFaultOps];
+  std::vector<Fault> faults;
   uint64_t injected = 0;
   std::map<std::string, std::shared_ptr<FileState>> files;
   std::vector<DirOp> dir_ops;  // oldest first
 
   // epoch: the caller's epoch for file handles (writes from handles opened
   // before a DropUnsyncedData fail), or UINT64_MAX for filesystem calls.
-  Status Check(FaultOp op, const std::string& what, bool mutating, uint64_t handle_epoch = UINT64_MAX) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (mutating && handle_epoch != UINT64_MAX && handle_epoch != epoch) {
-      return Status::IOError(what + ": file handle opened before a simulated crash", EIO);
+  // path: the file the operation is on (what the rules' substrings match).
+  Status Check(FaultOp op, const std::string& path, const std::string& what, bool mutating,
+               uint64_t handle_epoch = UINT64_MAX) {
+    uint32_t delay_ms = 0;
+    int err = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (mutating && handle_epoch != UINT64_MAX && handle_epoch != epoch) {
+        return Status::IOError(what + ": file handle opened before a simulated crash", EIO);
+      }
+      if (mutating && !active) return Status::IOError(what + ": filesystem inactive (simulated crash)", EIO);
+      for (Fault& f : faults) {
+        if (!f.armed || f.spec.op != op) continue;
+        if (!f.spec.path.empty() && path.find(f.spec.path) == std::string::npos) continue;
+        if (f.remaining > 0) {
+          f.remaining--;
+          continue;
+        }
+        if (f.spec.err == 0) {
+          delay_ms = std::max(delay_ms, f.spec.delay_ms);
+        } else if (err == 0) {
+          err = f.spec.err;
+          injected++;
+        }
+        if (f.spec.one_shot) f.armed = false;
+      }
     }
-    if (mutating && !active) return Status::IOError(what + ": filesystem inactive (simulated crash)", EIO);
-    Fault& f = faults[static_cast<int>(op)];
-    if (!f.armed) return Status::OK();
-    if (f.remaining > 0) {
-      f.remaining--;
-      return Status::OK();
-    }
-    injected++;
-    const int err = f.err;
-    if (f.one_shot) f.armed = false;
+    if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    if (err == 0) return Status::OK();
     return Status::FromErrno("injected " + std::string(FaultOpName(op)) + " fault: " + what, err);
   }
 
+  // Adds f, replacing a rule for the same op and path substring.
+  void AddFault(const FaultSpec& spec) {
+    std::lock_guard<std::mutex> lock(mu);
+    std::erase_if(faults, [&](const Fault& f) { return f.spec.op == spec.op && f.spec.path == spec.path; });
+    faults.push_back(Fault{spec, spec.after, true});
+  }
+
   std::shared_ptr<FileState> Track(const std::string& path, uint64_t synced_size, bool keep_existing) {
+    if (!tracking) return std::make_shared<FileState>();
     std::lock_guard<std::mutex> lock(mu);
     auto& slot = files[path];
     if (!slot || !keep_existing) {
@@ -122,7 +241,7 @@ class FaultSequentialFile final : public SequentialFile {
   FaultSequentialFile(std::unique_ptr<SequentialFile> t, std::shared_ptr<Shared> sh)
       : target_(std::move(t)), shared_(std::move(sh)) {}
   Status Read(size_t n, Slice* result, char* scratch) override {
-    MXFS_RETURN_IF_ERROR(shared_->Check(FaultOp::kRead, "read " + path(), false));
+    MXFS_RETURN_IF_ERROR(shared_->Check(FaultOp::kRead, path(), "read " + path(), false));
     return target_->Read(n, result, scratch);
   }
   Status Skip(uint64_t n) override { return target_->Skip(n); }
@@ -139,11 +258,11 @@ class FaultRandomAccessFile final : public RandomAccessFile {
       : target_(std::move(t)), shared_(std::move(sh)) {}
   Status Read(uint64_t offset, size_t n, Slice* result, char* scratch) const override {
     MXFS_RETURN_IF_ERROR(
-        shared_->Check(FaultOp::kRead, "read " + path() + " at offset " + std::to_string(offset), false));
+        shared_->Check(FaultOp::kRead, path(), "read " + path() + " at offset " + std::to_string(offset), false));
     return target_->Read(offset, n, result, scratch);
   }
   Status MultiRead(ReadRequest* reqs, size_t n) const override {
-    Status s = shared_->Check(FaultOp::kRead, "read batch of " + std::to_string(n) + " from " + path(), false);
+    Status s = shared_->Check(FaultOp::kRead, path(), "read batch of " + std::to_string(n) + " from " + path(), false);
     if (!s.ok()) {
       for (size_t i = 0; i < n; i++) {
         reqs[i].status = s;
@@ -178,20 +297,23 @@ class FaultWritableFile final : public WritableFile {
   }
 
   Status Append(const Slice& data) override {
-    MXFS_RETURN_IF_ERROR(shared_->Check(FaultOp::kWrite, "append to " + path(), true, epoch_));
+    MXFS_RETURN_IF_ERROR(shared_->Check(FaultOp::kWrite, path(), "append to " + path(), true, epoch_));
+    if (!shared_->tracking) return target_->Append(data);
     buf_.append(data.data(), data.size());
     if (buf_.size() >= kBufferSize) return Push();
     return Status::OK();
   }
   Status Flush() override {
+    if (!shared_->tracking) return target_->Flush();  // the Appends were the checked writes
     if (buf_.empty()) return Status::OK();
-    MXFS_RETURN_IF_ERROR(shared_->Check(FaultOp::kWrite, "flush " + path(), true, epoch_));
+    MXFS_RETURN_IF_ERROR(shared_->Check(FaultOp::kWrite, path(), "flush " + path(), true, epoch_));
     return Push();
   }
   Status Sync() override {
-    MXFS_RETURN_IF_ERROR(shared_->Check(FaultOp::kSync, "sync " + path(), true, epoch_));
+    MXFS_RETURN_IF_ERROR(shared_->Check(FaultOp::kSync, path(), "sync " + path(), true, epoch_));
     MXFS_RETURN_IF_ERROR(Push());
     MXFS_RETURN_IF_ERROR(target_->Sync());
+    if (!shared_->tracking) return Status::OK();
     const uint64_t size = target_->Size();
     std::lock_guard<std::mutex> lock(shared_->mu);
     state_->synced_size = size;
@@ -202,7 +324,7 @@ class FaultWritableFile final : public WritableFile {
     closed_ = true;
     Status s;
     if (!buf_.empty()) {
-      s = shared_->Check(FaultOp::kWrite, "close " + path(), true, epoch_);
+      s = shared_->Check(FaultOp::kWrite, path(), "close " + path(), true, epoch_);
       if (s.ok()) s = Push();
       buf_.clear();
     }
@@ -237,18 +359,19 @@ class FaultRandomRWFile final : public RandomRWFile {
 
   Status Write(uint64_t offset, const Slice& data) override {
     MXFS_RETURN_IF_ERROR(
-        shared_->Check(FaultOp::kWrite, "write " + path() + " at offset " + std::to_string(offset), true, epoch_));
+        shared_->Check(FaultOp::kWrite, path(), "write " + path() + " at offset " + std::to_string(offset), true, epoch_));
     MXFS_RETURN_IF_ERROR(SaveUndo(offset, data.size()));
     return target_->Write(offset, data);
   }
   Status Read(uint64_t offset, size_t n, Slice* result, char* scratch) const override {
     MXFS_RETURN_IF_ERROR(
-        shared_->Check(FaultOp::kRead, "read " + path() + " at offset " + std::to_string(offset), false));
+        shared_->Check(FaultOp::kRead, path(), "read " + path() + " at offset " + std::to_string(offset), false));
     return target_->Read(offset, n, result, scratch);
   }
   Status Sync() override {
-    MXFS_RETURN_IF_ERROR(shared_->Check(FaultOp::kSync, "sync " + path(), true, epoch_));
+    MXFS_RETURN_IF_ERROR(shared_->Check(FaultOp::kSync, path(), "sync " + path(), true, epoch_));
     MXFS_RETURN_IF_ERROR(target_->Sync());
+    if (!shared_->tracking) return Status::OK();
     auto size = target_->Size();
     if (!size) return size.error();
     std::lock_guard<std::mutex> lock(shared_->mu);
@@ -258,13 +381,13 @@ class FaultRandomRWFile final : public RandomRWFile {
   }
   Status Truncate(uint64_t size) override {
     MXFS_RETURN_IF_ERROR(
-        shared_->Check(FaultOp::kWrite, "truncate " + path() + " to " + std::to_string(size), true, epoch_));
+        shared_->Check(FaultOp::kWrite, path(), "truncate " + path() + " to " + std::to_string(size), true, epoch_));
     MXFS_RETURN_IF_ERROR(SaveUndo(size, UINT64_MAX));
     return target_->Truncate(size);
   }
   Status Allocate(int mode, uint64_t offset, uint64_t len) override {
     MXFS_RETURN_IF_ERROR(
-        shared_->Check(FaultOp::kWrite, "fallocate " + path() + " at offset " + std::to_string(offset), true, epoch_));
+        shared_->Check(FaultOp::kWrite, path(), "fallocate " + path() + " at offset " + std::to_string(offset), true, epoch_));
     if (mode & FALLOC_FL_PUNCH_HOLE) MXFS_RETURN_IF_ERROR(SaveUndo(offset, len));
     return target_->Allocate(mode, offset, len);
   }
@@ -276,6 +399,7 @@ class FaultRandomRWFile final : public RandomRWFile {
   // Keeps the synced bytes in [offset, offset+len) that a change is about to
   // overwrite, so DropUnsyncedData can put them back.
   Status SaveUndo(uint64_t offset, uint64_t len) {
+    if (!shared_->tracking) return Status::OK();
     uint64_t synced;
     {
       std::lock_guard<std::mutex> lock(shared_->mu);
@@ -300,17 +424,17 @@ class FaultRandomRWFile final : public RandomRWFile {
 
 }  // namespace
 
-FaultInjectionFileSystem::FaultInjectionFileSystem(FileSystem* target)
-    : target_(target), shared_(std::make_shared<Shared>()) {}
+FaultInjectionFileSystem::FaultInjectionFileSystem(FileSystem* target, bool track_unsynced)
+    : target_(target), shared_(std::make_shared<Shared>(track_unsynced)) {}
 
 FaultInjectionFileSystem::~FaultInjectionFileSystem() = default;
 
-Status FaultInjectionFileSystem::Check(FaultOp op, const std::string& what, bool mutating) {
-  return shared_->Check(op, what, mutating);
+Status FaultInjectionFileSystem::Check(FaultOp op, const std::string& path, const std::string& what, bool mutating) {
+  return shared_->Check(op, path, what, mutating);
 }
 
 Result<std::unique_ptr<SequentialFile>> FaultInjectionFileSystem::NewSequentialFile(const std::string& path) {
-  if (Status s = Check(FaultOp::kOpen, "open " + path, false); !s.ok()) return Err(std::move(s));
+  if (Status s = Check(FaultOp::kOpen, path, "open " + path, false); !s.ok()) return Err(std::move(s));
   auto f = target_->NewSequentialFile(path);
   if (!f) return Err(f.error());
   return std::make_unique<FaultSequentialFile>(std::move(*f), shared_);
@@ -318,7 +442,7 @@ Result<std::unique_ptr<SequentialFile>> FaultInjectionFileSystem::NewSequentialF
 
 Result<std::unique_ptr<RandomAccessFile>> FaultInjectionFileSystem::NewRandomAccessFile(const std::string& path,
                                                                                         const FileOptions& opts) {
-  if (Status s = Check(FaultOp::kOpen, "open " + path, false); !s.ok()) return Err(std::move(s));
+  if (Status s = Check(FaultOp::kOpen, path, "open " + path, false); !s.ok()) return Err(std::move(s));
   auto f = target_->NewRandomAccessFile(path, opts);
   if (!f) return Err(f.error());
   return std::make_unique<FaultRandomAccessFile>(std::move(*f), shared_);
@@ -326,30 +450,30 @@ Result<std::unique_ptr<RandomAccessFile>> FaultInjectionFileSystem::NewRandomAcc
 
 Result<std::unique_ptr<WritableFile>> FaultInjectionFileSystem::NewWritableFile(const std::string& path,
                                                                                 const FileOptions& opts) {
-  if (Status s = Check(FaultOp::kOpen, "create " + path, true); !s.ok()) return Err(std::move(s));
-  const bool existed = target_->FileExists(path);
+  if (Status s = Check(FaultOp::kOpen, path, "create " + path, true); !s.ok()) return Err(std::move(s));
+  const bool existed = shared_->tracking && target_->FileExists(path);
   auto f = target_->NewWritableFile(path, opts);
   if (!f) return Err(f.error());
   auto state = shared_->Track(path, 0, /*keep_existing=*/false);
   uint64_t epoch;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
-    if (!existed) shared_->dir_ops.push_back({Shared::DirOp::Kind::kCreate, DirOf(path), path, "", false, ""});
+    if (!existed && shared_->tracking) shared_->dir_ops.push_back({Shared::DirOp::Kind::kCreate, DirOf(path), path, "", false, ""});
     epoch = shared_->epoch;
   }
   return std::make_unique<FaultWritableFile>(std::move(*f), shared_, std::move(state), epoch);
 }
 
 Result<std::unique_ptr<WritableFile>> FaultInjectionFileSystem::NewAppendableFile(const std::string& path) {
-  if (Status s = Check(FaultOp::kOpen, "open for append " + path, true); !s.ok()) return Err(std::move(s));
-  const bool existed = target_->FileExists(path);
+  if (Status s = Check(FaultOp::kOpen, path, "open for append " + path, true); !s.ok()) return Err(std::move(s));
+  const bool existed = shared_->tracking && target_->FileExists(path);
   auto f = target_->NewAppendableFile(path);
   if (!f) return Err(f.error());
   auto state = shared_->Track(path, (*f)->Size(), /*keep_existing=*/true);
   uint64_t epoch;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
-    if (!existed) shared_->dir_ops.push_back({Shared::DirOp::Kind::kCreate, DirOf(path), path, "", false, ""});
+    if (!existed && shared_->tracking) shared_->dir_ops.push_back({Shared::DirOp::Kind::kCreate, DirOf(path), path, "", false, ""});
     epoch = shared_->epoch;
   }
   return std::make_unique<FaultWritableFile>(std::move(*f), shared_, std::move(state), epoch);
@@ -357,9 +481,9 @@ Result<std::unique_ptr<WritableFile>> FaultInjectionFileSystem::NewAppendableFil
 
 Result<std::unique_ptr<RandomRWFile>> FaultInjectionFileSystem::NewRandomRWFile(const std::string& path, bool create,
                                                                                 const FileOptions& opts) {
-  if (Status s = Check(FaultOp::kOpen, (create ? "create " : "open ") + path, create); !s.ok())
+  if (Status s = Check(FaultOp::kOpen, path, (create ? "create " : "open ") + path, create); !s.ok())
     return Err(std::move(s));
-  const bool existed = target_->FileExists(path);
+  const bool existed = shared_->tracking && target_->FileExists(path);
   auto f = target_->NewRandomRWFile(path, create, opts);
   if (!f) return Err(f.error());
   auto size = (*f)->Size();
@@ -368,7 +492,7 @@ Result<std::unique_ptr<RandomRWFile>> FaultInjectionFileSystem::NewRandomRWFile(
   uint64_t epoch;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
-    if (!existed) shared_->dir_ops.push_back({Shared::DirOp::Kind::kCreate, DirOf(path), path, "", false, ""});
+    if (!existed && shared_->tracking) shared_->dir_ops.push_back({Shared::DirOp::Kind::kCreate, DirOf(path), path, "", false, ""});
     epoch = shared_->epoch;
   }
   return std::make_unique<FaultRandomRWFile>(std::move(*f), shared_, std::move(state), epoch);
@@ -397,7 +521,8 @@ Result<std::string> FaultInjectionFileSystem::SyncedContents(const std::string& 
 }
 
 Status FaultInjectionFileSystem::RemoveFile(const std::string& path) {
-  MXFS_RETURN_IF_ERROR(Check(FaultOp::kRemove, "remove " + path, true));
+  MXFS_RETURN_IF_ERROR(Check(FaultOp::kRemove, path, "remove " + path, true));
+  if (!shared_->tracking) return target_->RemoveFile(path);
   auto contents = SyncedContents(path);
   MXFS_RETURN_IF_ERROR(target_->RemoveFile(path));
   std::lock_guard<std::mutex> lock(shared_->mu);
@@ -408,7 +533,8 @@ Status FaultInjectionFileSystem::RemoveFile(const std::string& path) {
 }
 
 Status FaultInjectionFileSystem::RenameFile(const std::string& from, const std::string& to) {
-  MXFS_RETURN_IF_ERROR(Check(FaultOp::kRename, "rename " + from + " to " + to, true));
+  MXFS_RETURN_IF_ERROR(Check(FaultOp::kRename, to, "rename " + from + " to " + to, true));
+  if (!shared_->tracking) return target_->RenameFile(from, to);
   std::string old;
   const bool had_old = target_->FileExists(to);
   if (had_old) {
@@ -430,13 +556,14 @@ Status FaultInjectionFileSystem::RenameFile(const std::string& from, const std::
 }
 
 Status FaultInjectionFileSystem::CreateDir(const std::string& path) {
-  MXFS_RETURN_IF_ERROR(Check(FaultOp::kCreateDir, "mkdir " + path, true));
+  MXFS_RETURN_IF_ERROR(Check(FaultOp::kCreateDir, path, "mkdir " + path, true));
   return target_->CreateDir(path);
 }
 
 Status FaultInjectionFileSystem::SyncDir(const std::string& path) {
-  MXFS_RETURN_IF_ERROR(Check(FaultOp::kSync, "sync directory " + path, true));
+  MXFS_RETURN_IF_ERROR(Check(FaultOp::kSync, path, "sync directory " + path, true));
   MXFS_RETURN_IF_ERROR(target_->SyncDir(path));
+  if (!shared_->tracking) return Status::OK();
   const std::string dir = NormalizeDir(path);
   std::lock_guard<std::mutex> lock(shared_->mu);
   std::erase_if(shared_->dir_ops, [&](const Shared::DirOp& op) { return op.dir == dir; });
@@ -446,7 +573,7 @@ Status FaultInjectionFileSystem::SyncDir(const std::string& path) {
 Result<uint64_t> FaultInjectionFileSystem::GetFileSize(const std::string& path) { return target_->GetFileSize(path); }
 
 Result<std::unique_ptr<FileLock>> FaultInjectionFileSystem::LockFile(const std::string& path) {
-  if (Status s = Check(FaultOp::kOpen, "lock " + path, false); !s.ok()) return Err(std::move(s));
+  if (Status s = Check(FaultOp::kOpen, path, "lock " + path, false); !s.ok()) return Err(std::move(s));
   return target_->LockFile(path);
 }
 
@@ -465,6 +592,9 @@ Status FaultInjectionFileSystem::WriteWhole(const std::string& path, const std::
 }
 
 Status FaultInjectionFileSystem::DropUnsyncedData() {
+  if (!shared_->tracking) {
+    return Status::NotSupported("DropUnsyncedData: this FaultInjectionFileSystem keeps no crash state");
+  }
   std::map<std::string, std::shared_ptr<FileState>> files;
   std::vector<Shared::DirOp> dir_ops;
   {
@@ -547,13 +677,45 @@ bool FaultInjectionFileSystem::IsFilesystemActive() const {
 }
 
 void FaultInjectionFileSystem::FailAfter(FaultOp op, uint64_t successes, int err, bool one_shot) {
+  FailAfterMatching(op, successes, err, one_shot, "");
+}
+
+void FaultInjectionFileSystem::FailAfterMatching(FaultOp op, uint64_t successes, int err, bool one_shot,
+                                                 const std::string& path_substr) {
+  FaultSpec spec;
+  spec.op = op;
+  spec.err = err;
+  spec.after = successes;
+  spec.one_shot = one_shot;
+  spec.path = path_substr;
+  shared_->AddFault(spec);
+}
+
+void FaultInjectionFileSystem::Arm(const FaultSpec& spec) { shared_->AddFault(spec); }
+
+Status FaultInjectionFileSystem::ArmFromSpec(const std::string& text) {
+  auto specs = ParseFaultSpecs(text);
+  if (!specs) return specs.error();
+  ClearFaults();
+  for (const FaultSpec& spec : *specs) shared_->AddFault(spec);
+  return Status::OK();
+}
+
+std::string FaultInjectionFileSystem::DescribeFaults() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
-  shared_->faults[static_cast<int>(op)] = Shared::Fault{true, one_shot, successes, err};
+  std::string out;
+  for (const auto& f : shared_->faults) {
+    if (!f.armed) continue;
+    FaultSpec now = f.spec;
+    now.after = f.remaining;
+    out += now.ToString() + "\n";
+  }
+  return out;
 }
 
 void FaultInjectionFileSystem::ClearFaults() {
   std::lock_guard<std::mutex> lock(shared_->mu);
-  for (auto& f : shared_->faults) f = Shared::Fault{};
+  shared_->faults.clear();
 }
 
 uint64_t FaultInjectionFileSystem::InjectedFaults() const {

@@ -23,12 +23,32 @@
 // kind succeed and fails the rest (or just the next one, one_shot) with
 // Status::FromErrno (EIO → IOError, ENOSPC → NoSpace), until ClearFaults().
 // SetFilesystemActive(false) fails every mutating call with IOError.
+// FailAfterMatching does the same for operations on paths containing a
+// substring only (e.g. ".sst", "MANIFEST", "/data/"); every rule counts its
+// own matching operations. A rule with err 0 and a delay slows the matching
+// operations down instead of failing them (the sleep happens outside the
+// mutex). Several rules may be armed for the same op.
+//
+// Fault specs (text, for the daemon's test-only MXFS_FAULTS switch): rules
+// separated by ';', newlines or spaces, each
+//   OP:ERR[:after=N][:path=SUBSTR][:oneshot][:ms=N]
+// OP is a FaultOpName (open, read, write, sync, rename, remove, mkdir), ERR
+// is eio, enospc or delay (sleep ms=N milliseconds, default 100, and then
+// succeed). after=N lets N matching operations through first (default 0).
+// ParseFaultSpecs checks a spec; ArmFromSpec replaces all rules with it.
+//
+// Error-only mode. Constructed with track_unsynced = false, the wrapper keeps
+// no crash state at all (no buffering, no undo logs, no directory journal,
+// no read of a file's contents before removing it): only the injection
+// rules. That is what a long-running daemon uses; DropUnsyncedData is then
+// refused.
 //
 // Thread-safety: thread-safe; bookkeeping is under one mutex that is never
 // held across a call into the target FileSystem. Individual files follow the
 // usual FileSystem rules.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -52,9 +72,24 @@ enum class FaultOp : int {
 inline constexpr int kNumFaultOps = 7;
 const char* FaultOpName(FaultOp op);
 
+// One injection rule (see "Fault specs" above).
+struct FaultSpec {
+  FaultOp op = FaultOp::kWrite;
+  int err = EIO;            // 0: no error, only the delay
+  uint64_t after = 0;       // matching operations that succeed first
+  bool one_shot = false;    // fail once, then disarm
+  std::string path;         // substring of the path; empty matches all
+  uint32_t delay_ms = 0;    // sleep before the operation (with err 0)
+  std::string ToString() const;
+};
+// Parses "OP:ERR[:after=N][:path=S][:oneshot][:ms=N]" rules separated by
+// ';', newlines or spaces. InvalidArgument names the bad rule and field.
+Result<std::vector<FaultSpec>> ParseFaultSpecs(const std::string& text);
+
 class FaultInjectionFileSystem final : public FileSystem {
  public:
-  explicit FaultInjectionFileSystem(FileSystem* target);
+  // track_unsynced false: error-only mode (no crash simulation state).
+  explicit FaultInjectionFileSystem(FileSystem* target, bool track_unsynced = true);
   ~FaultInjectionFileSystem() override;
 
   Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) override;
@@ -86,7 +121,18 @@ class FaultInjectionFileSystem final : public FileSystem {
   // --- error injection ---
   void SetFilesystemActive(bool active);
   bool IsFilesystemActive() const;
+  // Replaces the op's unfiltered rule.
   void FailAfter(FaultOp op, uint64_t successes, int err, bool one_shot = false);
+  // Adds (or replaces, for the same op and substring) a rule that applies to
+  // paths containing path_substr only.
+  void FailAfterMatching(FaultOp op, uint64_t successes, int err, bool one_shot, const std::string& path_substr);
+  // Adds one rule as parsed from a spec.
+  void Arm(const FaultSpec& spec);
+  // Clears every rule and arms the parsed spec (nothing changes when it does
+  // not parse).
+  Status ArmFromSpec(const std::string& text);
+  // The rules still armed, one FaultSpec::ToString per line (for logs).
+  std::string DescribeFaults() const;
   void ClearFaults();
   uint64_t InjectedFaults() const;
 
@@ -95,7 +141,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   struct Shared;
 
  private:
-  Status Check(FaultOp op, const std::string& what, bool mutating);
+  Status Check(FaultOp op, const std::string& path, const std::string& what, bool mutating);
   Result<std::string> SyncedContents(const std::string& path);
   Status WriteWhole(const std::string& path, const std::string& data);
 

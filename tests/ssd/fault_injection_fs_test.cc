@@ -225,3 +225,100 @@ TEST_CASE("FaultInjectionFS: a table survives the crash only if file and directo
   REQUIRE_FALSE(lost.has_value());
   CHECK(lost.error().IsCorruption());
 }
+
+TEST_CASE("FaultInjectionFS: a path filter fails only the matching files, each rule counting its own") {
+  // On both backends: the io_uring path and the pread/pwrite fallback.
+  const bool fallback = GENERATE(false, true);
+  SetIoUringDisabledForTesting(fallback);
+  ScratchDir dir;
+  FaultInjectionFileSystem fs(DefaultFileSystem(), /*track_unsynced=*/false);
+  fs.FailAfterMatching(FaultOp::kWrite, 1, ENOSPC, false, ".sst");
+  fs.FailAfterMatching(FaultOp::kWrite, 0, EIO, true, "/obj-");
+  auto log = fs.NewWritableFile(dir.File("000003.log"));
+  auto sst = fs.NewWritableFile(dir.File("000004.sst"));
+  REQUIRE(log.has_value());
+  REQUIRE(sst.has_value());
+  CHECK((*log)->Append("a").ok());
+  CHECK((*sst)->Append("b").ok());  // the one allowed through
+  CHECK((*log)->Append("c").ok());
+  Status s = (*sst)->Append("d");
+  CHECK(s.IsNoSpace());
+  CHECK(s.err() == ENOSPC);
+  CHECK(s.message().find("000004.sst") != std::string_view::npos);
+  CHECK((*log)->Append("e").ok());
+  REQUIRE((*log)->Close().ok());
+  CHECK(Contents(dir.File("000003.log")) == "ace");  // error-only mode: no buffering
+
+  auto obj = fs.NewRandomRWFile(dir.File("obj-7"), true);
+  REQUIRE(obj.has_value());
+  s = (*obj)->Write(0, "x");
+  CHECK(s.IsIOError());
+  CHECK(s.err() == EIO);
+  CHECK((*obj)->Write(0, "y").ok());  // one shot
+  CHECK(fs.InjectedFaults() == 2);
+  CHECK(fs.DescribeFaults() == "write:enospc:after=0:path=.sst\n");
+  CHECK(fs.DropUnsyncedData().IsNotSupported());
+  fs.ClearFaults();
+  CHECK((*sst)->Append("f").ok());
+  CHECK(fs.DescribeFaults().empty());
+  SetIoUringDisabledForTesting(false);
+}
+
+TEST_CASE("FaultInjectionFS: error-only mode removes and renames without reading the files") {
+  ScratchDir dir;
+  FaultInjectionFileSystem fs(DefaultFileSystem(), /*track_unsynced=*/false);
+  Write(&fs, dir.File("a"), "alpha", false);
+  REQUIRE(fs.RenameFile(dir.File("a"), dir.File("b")).ok());
+  CHECK(fs.NumUnsyncedDirEntries() == 0);
+  fs.FailAfterMatching(FaultOp::kRemove, 0, EIO, false, "/b");
+  CHECK(fs.RemoveFile(dir.File("b")).IsIOError());
+  CHECK(Contents(dir.File("b")) == "alpha");
+  fs.ClearFaults();
+  CHECK(fs.RemoveFile(dir.File("b")).ok());
+  CHECK_FALSE(DefaultFileSystem()->FileExists(dir.File("b")));
+}
+
+TEST_CASE("FaultInjectionFS: fault specs parse, print back and reject bad rules by name") {
+  auto specs = ParseFaultSpecs("write:eio:after=3:path=.sst; sync:enospc:oneshot\nread:delay:ms=5:path=MANIFEST");
+  REQUIRE(specs.has_value());
+  REQUIRE(specs->size() == 3);
+  CHECK((*specs)[0].op == FaultOp::kWrite);
+  CHECK((*specs)[0].err == EIO);
+  CHECK((*specs)[0].after == 3);
+  CHECK((*specs)[0].path == ".sst");
+  CHECK((*specs)[1].ToString() == "sync:enospc:after=0:oneshot");
+  CHECK((*specs)[2].err == 0);
+  CHECK((*specs)[2].delay_ms == 5);
+  CHECK((*specs)[2].ToString() == "read:delay:after=0:path=MANIFEST:ms=5");
+  CHECK(ParseFaultSpecs("").has_value());
+  CHECK(ParseFaultSpecs("")->empty());
+  for (const char* bad : {"write", "scribble:eio", "write:ebadf", "write:eio:after=x", "write:eio:path=",
+                          "write:eio:ms=5", "write:eio:sometimes"}) {
+    auto r = ParseFaultSpecs(bad);
+    INFO(bad);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().IsInvalidArgument());
+    CHECK(r.error().message().find(bad) != std::string_view::npos);
+  }
+  ScratchDir dir;
+  FaultInjectionFileSystem fs(DefaultFileSystem(), false);
+  REQUIRE(fs.ArmFromSpec("open:enospc:path=never-matches").ok());
+  CHECK_FALSE(fs.ArmFromSpec("open:bogus").ok());
+  CHECK(fs.DescribeFaults() == "open:enospc:after=0:path=never-matches\n");  // a bad spec changes nothing
+  REQUIRE(fs.ArmFromSpec("open:enospc").ok());
+  auto f = fs.NewWritableFile(dir.File("x"));
+  REQUIRE_FALSE(f.has_value());
+  CHECK(f.error().IsNoSpace());
+}
+
+TEST_CASE("FaultInjectionFS: a delay rule slows the matching operation and lets it succeed") {
+  ScratchDir dir;
+  FaultInjectionFileSystem fs(DefaultFileSystem(), false);
+  REQUIRE(fs.ArmFromSpec("write:delay:ms=1:path=slow").ok());
+  auto f = fs.NewWritableFile(dir.File("slow"));
+  REQUIRE(f.has_value());
+  CHECK((*f)->Append("data").ok());
+  REQUIRE((*f)->Close().ok());
+  CHECK(Contents(dir.File("slow")) == "data");
+  CHECK(fs.InjectedFaults() == 0);  // a delay is not a failure
+}
