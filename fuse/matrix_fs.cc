@@ -229,7 +229,9 @@ MatrixFs::Node& MatrixFs::NodeFor(uint64_t ino) { return StripeFor(ino).nodes[in
 Status MatrixFs::Format(const std::string& datadir, const Superblock& sb, uint32_t root_uid,
                         uint32_t root_gid) {
   MXFS_RETURN_IF_ERROR(ValidateSuperblock(sb));
-  if (::mkdir(datadir.c_str(), 0755) != 0 && errno != EEXIST) {
+  // The instance holds file contents: owner only, whatever the umask, and an
+  // existing (empty) directory loses its group and other bits.
+  if (::mkdir(datadir.c_str(), 0700) != 0 && errno != EEXIST) {
     return Status::FromErrno("cannot create data directory " + datadir, errno);
   }
   DIR* d = ::opendir(datadir.c_str());
@@ -245,6 +247,11 @@ Status MatrixFs::Format(const std::string& datadir, const Superblock& sb, uint32
   ::closedir(d);
   if (!empty) {
     return Status::Exists("refusing to format " + datadir + ": it is not empty (it holds \"" + found + "\")");
+  }
+  struct stat dst;
+  if (::stat(datadir.c_str(), &dst) == 0 && (dst.st_mode & 077) != 0 &&
+      ::chmod(datadir.c_str(), dst.st_mode & 07700) != 0) {
+    return Status::FromErrno("cannot restrict the mode of data directory " + datadir, errno);
   }
   if (::mkdir(DataPath(datadir).c_str(), 0700) != 0) {
     return Status::FromErrno("cannot create " + DataPath(datadir), errno);
@@ -1784,18 +1791,45 @@ bool XattrNameValid(const char* name) {
   size_t nlen = std::strlen(name);
   return nlen != 0 && nlen <= kMaxXattrNameLen;
 }
+
+// Extended attribute namespaces, as on ext4. Before a request reaches the
+// daemon the kernel has already applied the namespace rules of fs/xattr.c
+// (trusted.* needs CAP_SYS_ADMIN, setting security.* needs it too, user.*
+// only on regular files and directories, the mode bits through
+// default_permissions). But FUSE hands every name through, so the daemon
+// refuses what a kernel filesystem has no handler for: a bare prefix
+// ("user.") is EINVAL, system.* (POSIX ACLs are off) and names outside the
+// three namespaces are EOPNOTSUPP. Returns 0 or the errno.
+int XattrNamespaceErrno(const char* name) {
+  if (!XattrNameValid(name)) return ERANGE;
+  size_t nlen = std::strlen(name);
+  for (std::string_view prefix : {"user.", "trusted.", "security."}) {
+    if (std::strncmp(name, prefix.data(), prefix.size()) == 0) return nlen == prefix.size() ? EINVAL : 0;
+  }
+  return EOPNOTSUPP;
+}
+
+// listxattr shows trusted.* only to privileged callers, as ext4 does (the
+// kernel's CAP_SYS_ADMIN is approximated by uid 0: FUSE passes no caps).
+bool XattrListable(fuse_req_t req, const Slice& name) {
+  return fuse_req_ctx(req)->uid == 0 || !name.starts_with("trusted.");
+}
+
+// All names of an inode, NUL-terminated, must fit the kernel's listxattr
+// buffer (XATTR_LIST_MAX); a new name that would not fit is ENOSPC, as ext4
+// says when an inode's xattr space is full.
+constexpr size_t kMaxXattrListLen = 65536;
 }  // namespace
 
 void MatrixFs::SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int flags) {
   Count(kOpXattr);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, EPERM);
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
-  if (!XattrNameValid(name)) return (void)fuse_reply_err(req, ERANGE);
-  if (size > kMaxXattrValueLen) return (void)fuse_reply_err(req, E2BIG);
   // POSIX ACLs are not supported (FUSE_CAP_POSIX_ACL is off): storing them as
   // plain bytes would let tools believe the ACL set the mode (cp -a would then
-  // skip its chmod). EOPNOTSUPP makes them fall back to the mode bits.
-  if (std::strncmp(name, "system.posix_acl_", 17) == 0) return (void)fuse_reply_err(req, EOPNOTSUPP);
+  // skip its chmod). EOPNOTSUPP (all of system.*) makes them fall back to the mode bits.
+  if (int e = XattrNamespaceErrno(name); e != 0) return (void)fuse_reply_err(req, e);
+  if (size > kMaxXattrValueLen) return (void)fuse_reply_err(req, E2BIG);
   Status s = [&]() -> Status {
     InodeLocks locks(this, {ino});
     Txn txn(this);
@@ -1807,6 +1841,16 @@ void MatrixFs::SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const 
     if (!g.ok() && !g.IsNotFound()) return g;
     if ((flags & XATTR_CREATE) && g.ok()) return Errno(EEXIST);
     if ((flags & XATTR_REPLACE) && g.IsNotFound()) return Errno(ENODATA);
+    if (g.IsNotFound()) {
+      std::string prefix = XattrPrefix(ino);
+      size_t list_len = std::strlen(name) + 1;
+      auto it = db_->NewIterator(ReadOptions());
+      for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+        list_len += it->key().size() - prefix.size() + 1;
+      }
+      if (!it->status().ok()) return it->status();
+      if (list_len > kMaxXattrListLen) return Errno(ENOSPC, "the inode's xattr names would exceed 64 KiB");
+    }
     txn.batch.Put(key, Slice(value, size));
     (*ar)->ctime_ns = NowNs();
     return Commit(&txn);
@@ -1816,8 +1860,8 @@ void MatrixFs::SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const 
 
 void MatrixFs::GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   Count(kOpXattr);
+  if (int e = XattrNamespaceErrno(name); e != 0) return (void)fuse_reply_err(req, e);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, ENODATA);
-  if (!XattrNameValid(name)) return (void)fuse_reply_err(req, ERANGE);
   std::string v;
   Status s = db_->Get(ReadOptions(), XattrKey(ino, name), &v);
   if (s.IsNotFound()) return (void)fuse_reply_err(req, ENODATA);
@@ -1835,6 +1879,7 @@ void MatrixFs::ListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     auto it = db_->NewIterator(ReadOptions());
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       Slice n = KeyName(it->key());
+      if (!XattrListable(req, n)) continue;
       out.append(n.data(), n.size());
       out.push_back('\0');
     }
@@ -1849,7 +1894,7 @@ void MatrixFs::RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   Count(kOpXattr);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, EPERM);
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
-  if (!XattrNameValid(name)) return (void)fuse_reply_err(req, ERANGE);
+  if (int e = XattrNamespaceErrno(name); e != 0) return (void)fuse_reply_err(req, e);
   Status s = [&]() -> Status {
     InodeLocks locks(this, {ino});
     Txn txn(this);

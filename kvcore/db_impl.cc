@@ -119,6 +119,9 @@ Status ValidateOptions(const Options& o) {
   if (!o.nvm_path.empty() && o.nvm_size != 0 && o.nvm_size < (8ull << 20)) {
     return bad("nvm_size = " + Num(o.nvm_size) + ": must be 0 (256 MiB) or at least 8 MiB");
   }
+  if (!o.nvm_uuid.empty() && !ParsePoolUuid(o.nvm_uuid)) {
+    return bad("nvm_uuid = \"" + o.nvm_uuid + "\": not a UUID in 8-4-4-4-12 form");
+  }
   return Status::OK();
 }
 
@@ -206,6 +209,7 @@ Status DBImpl::Open() {
     return s;
   }
   opened_ = true;
+  if (ctx_.options.read_only) return Status::OK();  // no background work, no file removed
   flush_thread_ = std::thread([this] { FlushThreadMain(); });
   compact_thread_ = std::thread([this] { CompactThreadMain(); });
   // Named from here too, so the names are visible as soon as Open returns.
@@ -232,7 +236,7 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
       return Status::InvalidArgument("cannot open database " + dbname + ": it is a regular file, not a directory");
     }
     if (e.IsNotFound() || e.err() == ENOENT) {
-      if (!ctx_.options.create_if_missing) {
+      if (!ctx_.options.create_if_missing || ctx_.options.read_only) {
         l.lock();
         return Status::InvalidArgument("database " + dbname + " does not exist (create_if_missing is false)");
       }
@@ -288,6 +292,10 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
       l.lock();
       return Status::Exists("database " + dbname + " already exists (error_if_exists is true)");
     }
+    if (!have_current && ctx_.options.read_only) {
+      l.lock();
+      return Status::InvalidArgument("database " + dbname + " has no CURRENT file (read_only opens never create one)");
+    }
     Status s = nvm_->Open(!have_current);
     if (s.ok()) {
       // Wide tree: L1 is as large as the container, deeper levels grow by the multiplier.
@@ -323,6 +331,8 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
   } else if (!some_db_file.empty()) {
     return Status::Corruption("database " + dbname + " has no CURRENT file but holds database files (such as " +
                               some_db_file + "); refusing to treat it as a new database");
+  } else if (ctx_.options.read_only) {
+    return Status::InvalidArgument("database " + dbname + " has no CURRENT file (read_only opens never create one)");
   }
 
   // Replay the WALs the MANIFEST does not cover, oldest first.
@@ -347,6 +357,13 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
     MXFS_RETURN_IF_ERROR(s);
   }
   versions_->SetLastSequence(max_sequence);
+  if (ctx_.options.read_only) {
+    // The replayed records stay in memtables; nothing is written.
+    if (mem_ && !mem_->Empty()) imms_.push_back(std::move(mem_));
+    mem_ = std::make_shared<MemTable>(ctx_.icmp);
+    mem_->set_log_number(versions_->LogNumber());
+    return Status::OK();
+  }
   if (mem_ && !mem_->Empty()) {
     const uint64_t number = versions_->NewFileNumber();
     auto it = mem_->NewIterator();
@@ -393,7 +410,10 @@ Status DBImpl::RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* ma
     }
     if (batch.Count() > 0) *max_sequence = std::max(*max_sequence, batch.Sequence() + batch.Count() - 1);
     offset = reader.LastRecordEnd();
-    if (mem_->ApproximateMemoryUsage() > ctx_.options.write_buffer_size) {
+    if (mem_->ApproximateMemoryUsage() > ctx_.options.write_buffer_size && ctx_.options.read_only) {
+      std::lock_guard<std::mutex> g(mu_);
+      imms_.push_back(std::move(mem_));  // read-only: kept in memory, never flushed
+    } else if (mem_->ApproximateMemoryUsage() > ctx_.options.write_buffer_size) {
       uint64_t table_number;
       {
         std::lock_guard<std::mutex> g(mu_);
@@ -498,6 +518,7 @@ Status DBImpl::Write(const WriteOptions& options, WriteBatch* batch) {
 
 Status DBImpl::WritableStatus() const {
   if (closed_ || !opened_) return Status::InvalidArgument("database " + ctx_.dbname + " is closed");
+  if (ctx_.options.read_only) return Status::ReadOnly("database " + ctx_.dbname + " was opened read-only");
   if (!bg_error_.ok()) {
     return Status::ReadOnly("database " + ctx_.dbname + " is read-only after a background " + bg_error_where_ +
                             " error: " + bg_error_.ToString());
@@ -1237,7 +1258,7 @@ Status DBImpl::Close() {
   if (colcomp_thread_.joinable()) colcomp_thread_.join();
   l.lock();
   // Background work is over: sweep what its last versions left behind.
-  DeleteObsoleteFiles(l);
+  if (!ctx_.options.read_only) DeleteObsoleteFiles(l);
   std::unique_ptr<WalWriter> log = std::move(log_);
   l.unlock();
   Status s;

@@ -61,8 +61,12 @@ Status NvmBackend::Open(bool new_db) {
   const std::string identity_path = ctx_->dbname + "/" + kPoolIdentityFileName;
   struct stat st;
   const bool pool_exists = ::stat(path.c_str(), &st) == 0;
+  // A devdax device always exists; it is used as it is (Pool::Create).
+  const bool device = pool_exists && S_ISCHR(st.st_mode);
+  std::optional<PoolUuid> want_uuid;
+  if (!o.nvm_uuid.empty()) want_uuid = ParsePoolUuid(o.nvm_uuid);  // validated by DB::Open
   if (new_db) {
-    if (pool_exists) {
+    if (pool_exists && !device) {
       return Status::InvalidArgument("pool " + path + " and database directory " + ctx_->dbname +
                                      " belong to different instances: the database is new but the pool already "
                                      "exists (remove the pool or choose another nvm_path)");
@@ -70,7 +74,7 @@ Status NvmBackend::Open(bool new_db) {
     PoolCreateOptions co;
     co.size = o.nvm_size != 0 ? o.nvm_size : kDefaultPoolSize;
     co.size -= co.size % kPoolPageSize;
-    co.uuid = NewUuid();
+    co.uuid = want_uuid ? *want_uuid : NewUuid();
     // The WAL should hold every unflushed memtable (up to
     // max_write_buffer_number of them) and a spare segment; it takes at most a
     // quarter of the pool (a fuller WAL switches the memtable early, see
@@ -101,9 +105,16 @@ Status NvmBackend::Open(bool new_db) {
       return Status::NotFound("pool " + path + " of database " + ctx_->dbname + " (" + identity_path +
                               ") does not exist");
     }
-    auto pool = Pool::Open(path);
+    PoolOpenOptions po;
+    po.read_only = o.read_only;
+    auto pool = Pool::Open(path, po);
     if (!pool) return pool.error().WithContext("opening pool " + path);
     pool_ = std::move(*pool);
+    if (want_uuid && *want_uuid != pool_->header().uuid) {
+      return Status::InvalidArgument("pool " + path + " belongs to another instance: its header has UUID " +
+                                     UuidToString(pool_->header().uuid) + ", this instance expects UUID " +
+                                     UuidToString(*want_uuid));
+    }
     const std::string want = *id;
     const std::string have = UuidToString(pool_->header().uuid) + "\n";
     if (want != have) {

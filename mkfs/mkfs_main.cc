@@ -70,6 +70,7 @@ Status EmptyDirectory(const std::string& dir) {
 }
 
 int Main(int argc, char** argv) {
+  ::umask(077);  // the instance and its pool hold file contents: owner only
   Superblock sb = Superblock::New();
   bool force = false;
   bool dry_run = false;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "base/coding.h"
 #include "base/hash.h"
@@ -94,6 +96,58 @@ std::string UuidToString(const PoolUuid& u) {
   return buf;
 }
 
+std::optional<PoolUuid> ParsePoolUuid(const std::string& s) {
+  if (s.size() != 36) return std::nullopt;
+  PoolUuid u{};
+  size_t j = 0;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < 36;) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (s[i] != '-') return std::nullopt;
+      ++i;
+      continue;
+    }
+    int hi = nibble(s[i]), lo = nibble(s[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    u[j++] = static_cast<uint8_t>(hi * 16 + lo);
+    i += 2;
+  }
+  return u;
+}
+
+Result<uint64_t> DevDaxSize(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) {
+    int e = errno;
+    if (e == ENOENT) return Err(Status::NotFound(Fmt("pool %s: no such file or device", path.c_str())));
+    return Err(Status::FromErrno("stat pool " + path, e));
+  }
+  if (S_ISREG(st.st_mode)) return uint64_t{0};
+  const std::string not_dax = path + " is not a devdax device or regular file";
+  if (!S_ISCHR(st.st_mode)) return Err(Status::InvalidArgument(not_dax));
+  // A devdax device's sysfs node belongs to the "dax" subsystem.
+  const std::string sys = Fmt("/sys/dev/char/%u:%u", major(st.st_rdev), minor(st.st_rdev));
+  char link[4096];
+  ssize_t n = ::readlink((sys + "/subsystem").c_str(), link, sizeof(link) - 1);
+  if (n <= 0) return Err(Status::InvalidArgument(not_dax + " (" + sys + "/subsystem: no such link)"));
+  link[n] = '\0';
+  const char* base = std::strrchr(link, '/');
+  if (std::strcmp(base != nullptr ? base + 1 : link, "dax") != 0) {
+    return Err(Status::InvalidArgument(not_dax + " (its subsystem is " + link + ", not dax)"));
+  }
+  std::ifstream in(sys + "/size");
+  uint64_t size = 0;
+  if (!(in >> size) || size == 0) {
+    return Err(Status::IOError(Fmt("devdax device %s: cannot read its size from %s/size", path.c_str(), sys.c_str())));
+  }
+  return size;
+}
+
 Pool::~Pool() = default;
 
 const char* Pool::GranularityName() const {
@@ -111,7 +165,7 @@ void Pool::PublishWord(uint64_t* word, uint64_t v) const {
   persist_(word, sizeof(*word));
 }
 
-Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, UniqueFd fd) {
+Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, UniqueFd fd, bool copy_on_write) {
   std::unique_ptr<Pool> pool(new Pool());  // private constructor; owned at once
   pool->path_ = path;
   pool->fd_ = std::move(fd);
@@ -127,6 +181,10 @@ Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, UniqueFd fd) {
   // The coarsest granularity we can work with: we flush explicitly anyway.
   rc = pmem2_config_set_required_store_granularity(cfg, PMEM2_GRANULARITY_PAGE);
   if (rc != 0) return Err(Pmem2Error(path, "pmem2_config_set_required_store_granularity", rc));
+  if (copy_on_write) {
+    rc = pmem2_config_set_sharing(cfg, PMEM2_PRIVATE);
+    if (rc != 0) return Err(Pmem2Error(path, "pmem2_config_set_sharing", rc));
+  }
   pmem2_map* map = nullptr;
   rc = pmem2_map_new(&map, cfg, src);
   if (rc != 0) return Err(Pmem2Error(path, "pmem2_map_new", rc));
@@ -167,26 +225,43 @@ Result<std::unique_ptr<Pool>> Pool::Create(const std::string& path, const PoolCr
                                            path.c_str(), needed, o.wal_size,
                                            o.container_size ? o.container_size : min_container, o.size)));
   }
-  int flags = O_RDWR | O_CREAT | O_CLOEXEC | (o.overwrite ? O_TRUNC : O_EXCL);
-  UniqueFd fd(::open(path.c_str(), flags, 0600));
-  if (!fd.valid()) return Err(Status::FromErrno("create pool " + path, errno));
-  if (::ftruncate(fd.get(), static_cast<off_t>(o.size)) != 0) {
-    int e = errno;
-    ::unlink(path.c_str());
-    return Err(Status::FromErrno(Fmt("pool %s: set size to %" PRIu64, path.c_str(), o.size), e));
+  struct stat st{};
+  const bool device = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  uint64_t size = o.size;
+  UniqueFd fd;
+  if (device) {
+    // A devdax device is used as it is: no create, no truncate.
+    auto dev = DevDaxSize(path);
+    if (!dev) return Err(dev.error());
+    if (size == 0 || size > *dev) size = *dev - *dev % ps;
+    if (size < needed) {
+      return Err(Status::InvalidArgument(Fmt("devdax device %s: %" PRIu64 " bytes, the geometry needs %" PRIu64,
+                                             path.c_str(), size, needed)));
+    }
+    fd.reset(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    if (!fd.valid()) return Err(Status::FromErrno("open devdax device " + path, errno));
+  } else {
+    int flags = O_RDWR | O_CREAT | O_CLOEXEC | (o.overwrite ? O_TRUNC : O_EXCL);
+    fd.reset(::open(path.c_str(), flags, 0600));
+    if (!fd.valid()) return Err(Status::FromErrno("create pool " + path, errno));
+    if (::ftruncate(fd.get(), static_cast<off_t>(o.size)) != 0) {
+      int e = errno;
+      ::unlink(path.c_str());
+      return Err(Status::FromErrno(Fmt("pool %s: set size to %" PRIu64, path.c_str(), o.size), e));
+    }
   }
-  auto pool = Map(path, std::move(fd));
+  auto pool = Map(path, std::move(fd), false);
   if (!pool) return pool;
   Pool& p = **pool;
   PoolHeader& h = p.header_;
   h.layout_version = kPoolLayoutVersion;
   h.uuid = o.uuid;
-  h.pool_size = o.size;
+  h.pool_size = size;
   h.page_size = kPoolPageSize;
   h.wal_offset = wal_offset;
   h.wal_size = o.wal_size;
   h.container_offset = container_offset;
-  h.container_size = o.container_size ? o.container_size : o.size - container_offset;
+  h.container_size = o.container_size ? o.container_size : size - container_offset;
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   h.creation_time_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
@@ -205,7 +280,7 @@ Result<std::unique_ptr<Pool>> Pool::Create(const std::string& path, const PoolCr
 }
 
 Result<std::unique_ptr<Pool>> Pool::Open(const std::string& path, const PoolOpenOptions& o) {
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), (o.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC));
   if (!fd.valid()) {
     int e = errno;
     if (e == ENOENT) return Err(Status::NotFound(Fmt("pool %s: no such file", path.c_str())));
@@ -218,7 +293,7 @@ Result<std::unique_ptr<Pool>> Pool::Open(const std::string& path, const PoolOpen
                                            " bytes is less than its two header pages",
                                            path.c_str(), static_cast<uint64_t>(st.st_size))));
   }
-  auto pool = Map(path, std::move(fd));
+  auto pool = Map(path, std::move(fd), o.read_only);
   if (!pool) return pool;
   Pool& p = **pool;
   const char* primary = p.base_;
@@ -272,13 +347,14 @@ Result<std::unique_ptr<Pool>> Pool::Open(const std::string& path, const PoolOpen
                                       h.container_size)));
   }
   if (good != primary || c2 != HeaderCheck::kOk) {
-    // One copy is torn or damaged: rewrite it from the good one.
+    // One copy is torn or damaged: rewrite it from the good one (into the
+    // private copy only, when read-only).
     char* bad = good == primary ? p.base_ + kPoolPageSize : p.base_;
     p.CopyNoDrain(bad, std::span<const char>(good, kPoolHeaderSize));
     p.Drain();
     p.repaired_header_ = true;
   }
-  if (h.usc_recorded && p.device_usc_ && *p.device_usc_ != h.unsafe_shutdown_count) {
+  if (!o.read_only && h.usc_recorded && p.device_usc_ && *p.device_usc_ != h.unsafe_shutdown_count) {
     // The device lost power without flushing its caches since the count was
     // recorded: the last writes before that may be torn. Say so, then record
     // the new count (primary, then backup) so it is reported once.

@@ -83,7 +83,21 @@ struct PoolCreateOptions {
 
 struct PoolOpenOptions {
   std::optional<PoolUuid> expected_uuid;  // if set, a pool with another UUID is refused
+  // Maps the pool copy-on-write from a read-only descriptor: the structures
+  // open and recover as usual, but nothing they store ever reaches the file
+  // or device (fsck -n, DB read-only opens). A damaged header copy is then
+  // reported (repaired_header) but not rewritten.
+  bool read_only = false;
 };
+
+// Pools may live on a devdax character device (/dev/daxX.Y), used as is:
+// Create neither creates nor truncates it, the size comes from the device.
+// For a path that exists: its usable size if it is a devdax device (from
+// sysfs, /sys/dev/char/MAJ:MIN/size, as libpmem2 reads it), NotFound if it
+// does not exist, 0 for a regular file (size chosen by the caller), and
+// InvalidArgument "PATH is not a devdax device or regular file" for anything
+// else (/dev/null, a block device, a directory).
+Result<uint64_t> DevDaxSize(const std::string& path);
 
 // Anything persist helpers accept by reference: a trivially copyable object
 // that is neither a pointer nor a span (spans go to the span overload).
@@ -95,6 +109,8 @@ concept PersistableObject = std::is_trivially_copyable_v<std::remove_cvref_t<T>>
 class Pool {
  public:
   // Creates (mode 0600) and maps a new pool at path; writes both headers.
+  // On a devdax device (DevDaxSize > 0) the device is used as it is: the
+  // pool is options.size bytes of it (0 or more than the device: all of it).
   static Result<std::unique_ptr<Pool>> Create(const std::string& path, const PoolCreateOptions& options);
   // Maps an existing pool and validates its header.
   static Result<std::unique_ptr<Pool>> Open(const std::string& path, const PoolOpenOptions& options = {});
@@ -155,7 +171,7 @@ class Pool {
     void operator()(pmem2_map* m) const { pmem2_map_delete(&m); }
   };
   Pool() = default;
-  static Result<std::unique_ptr<Pool>> Map(const std::string& path, UniqueFd fd);
+  static Result<std::unique_ptr<Pool>> Map(const std::string& path, UniqueFd fd, bool copy_on_write);
 
   std::string path_;
   UniqueFd fd_;
@@ -176,5 +192,7 @@ class Pool {
 
 // "0123abcd-...": the UUID in the usual 8-4-4-4-12 form.
 std::string UuidToString(const PoolUuid& u);
+// The inverse (hex digits in either case); nullopt if s is not that form.
+std::optional<PoolUuid> ParsePoolUuid(const std::string& s);
 
 }  // namespace mxfs

@@ -260,6 +260,9 @@ int Serve(const Args& a, int report_fd) {
 }
 
 int Main(int argc, char** argv) {
+  // The data directory, database files, large-file objects and pool hold
+  // file contents: nothing the daemon creates is for other users.
+  ::umask(077);
   Args a = ParseArgs(argc, argv);
   // Like a kernel filesystem, a mount made by root serves every user; the
   // kernel checks permissions (default_permissions is always on).

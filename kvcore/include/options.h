@@ -52,6 +52,19 @@ struct Options {
   int column_compaction_threads = 1;
   bool use_cross_row_hints = true;  // off only to measure what they buy
   bool use_row_blooms = true;       // likewise
+  // The pool's UUID in 8-4-4-4-12 form (MatrixFS: the superblock's). A new
+  // pool is created with it (empty: a random one); an existing pool with
+  // another UUID is refused, naming the pool and both UUIDs (empty: only
+  // the database's POOL-IDENTITY file is compared).
+  std::string nvm_uuid;
+
+  // Open without changing anything (fsck -n): the LOCK is taken (Busy beside
+  // a live instance); the MANIFEST is read and the SSD or PM WAL replayed
+  // into memtables only; no file is created, written or removed, the pool
+  // is mapped copy-on-write, and no flush or compaction thread runs. Reads
+  // work; writes, Flush and CompactRange return ReadOnly. Implies
+  // create_if_missing = false.
+  bool read_only = false;
 
   // The file layer; nullptr means DefaultFileSystem(). Tests pass a
   // FaultInjectionFileSystem here.
