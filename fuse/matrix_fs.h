@@ -102,6 +102,18 @@ class MatrixFs {
   uint64_t orphans_reclaimed_at_mount() const { return orphans_reclaimed_; }
   uint64_t objects_collected_at_mount() const { return objects_collected_; }
 
+  // FUSE requests the kernel sent, by type (the kernel's opcode names), for
+  // the "requests" line of .matrixfs/stats: how many round trips a workload
+  // costs. Counted by the static callbacks before the member runs.
+  enum RequestKind : int {
+    kReqLookup, kReqForget, kReqGetAttr, kReqSetAttr, kReqReadlink, kReqMknod, kReqMkdir,
+    kReqUnlink, kReqRmdir, kReqSymlink, kReqRename, kReqLink, kReqOpen, kReqRead, kReqWrite,
+    kReqRelease, kReqFsync, kReqOpenDir, kReqReadDir, kReqReadDirPlus, kReqReleaseDir,
+    kReqFsyncDir, kReqStatFs, kReqSetXattr, kReqGetXattr, kReqListXattr, kReqRemoveXattr,
+    kReqAccess, kReqCreate, kReqFallocate, kReqLseek, kReqInit, kNumRequestKinds
+  };
+  void CountRequest(RequestKind k) { requests_[k].fetch_add(1, std::memory_order_relaxed); }
+
   // ---- operations (called from the static callbacks) ----
   void Init(fuse_conn_info* conn);
   void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name);
@@ -123,7 +135,6 @@ class MatrixFs {
   void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi);
   void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
              fuse_file_info* fi);
-  void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi);
   void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
@@ -240,6 +251,7 @@ class MatrixFs {
 
   std::atomic<uint64_t> inode_count_{0};
   std::atomic<uint64_t> op_counts_[kNumOps] = {};
+  std::atomic<uint64_t> requests_[kNumRequestKinds] = {};
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<uint64_t> bytes_written_{0};
   uint64_t orphans_reclaimed_ = 0;
