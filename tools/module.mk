@@ -6,6 +6,8 @@ $(eval $(call program,kvbench,tools/kvbench.cc tools/histogram.cc,kvcore nvm ssd
 $(eval $(call program,matrixfs-stat,tools/matrixfs_stat.cc,))
 # mxfs-inject: damages an unmounted instance for the fsck tests.
 $(eval $(call program,mxfs-inject,tools/mxfs_inject.cc,fuse kvcore nvm ssd base))
+# mxfs-meta-storm: the metadata half of tools/load/load_run.sh.
+$(eval $(call program,mxfs-meta-storm,tools/load/meta_storm.cc,))
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the daemon, its mount(8)
 # helper, mkfs and fsck into sbin; matrixfs-stat and kvbench into bin; the
