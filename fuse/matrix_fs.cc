@@ -266,9 +266,12 @@ Status MatrixFs::Format(const std::string& datadir, const Superblock& sb, uint32
   Options opts;
   opts.create_if_missing = true;
   opts.error_if_exists = true;
-  // With a pool, the WAL and L0 live there (kv/POOL-IDENTITY ties them to kv/).
+  // With a pool, the WAL and L0 live there (kv/POOL-IDENTITY ties them to kv/);
+  // the pool is created with the superblock's UUID (superblock.h, "Versions").
   opts.nvm_path = sb.pool_path;
   opts.nvm_size = sb.pool_size;
+  if (sb.PoolSharesUuid()) opts.nvm_uuid = sb.UuidString();
+  opts.container_share = sb.container_share;
   auto db = DB::Open(opts, KvPath(datadir));
   if (!db) return db.error().WithContext("cannot create the database in " + KvPath(datadir));
   InodeAttr root;
@@ -314,6 +317,10 @@ Result<std::unique_ptr<MatrixFs>> MatrixFs::Open(const std::string& datadir, con
   opts.create_if_missing = false;
   opts.nvm_path = sb->pool_path;
   opts.nvm_size = sb->pool_size;
+  // A version 1 instance's pool has its own UUID (kv/POOL-IDENTITY checks it).
+  if (sb->PoolSharesUuid()) opts.nvm_uuid = sb->UuidString();
+  // The mount option wins over the superblock, for this mount only.
+  opts.container_share = cfg.container_share > 0.0 ? cfg.container_share : sb->container_share;
   auto db = DB::Open(opts, KvPath(datadir));
   if (!db) {
     if (db.error().IsBusy()) {
@@ -1966,10 +1973,12 @@ std::string MatrixFs::VirtualContent(uint64_t ino) {
   }
   if (!out.empty() && out.back() != '\n') out.push_back('\n');
   if (idx == 0) {
-    char line[160];
+    char line[512];
     out += "\n** MatrixFS **\n";
-    std::snprintf(line, sizeof(line), "instance %s uuid %s inline_limit %u block_size %u\n",
-                  datadir_.c_str(), sb_.UuidString().c_str(), sb_.inline_limit, sb_.block_size);
+    // container_share: the one in use (the mount option's, else the superblock's).
+    std::snprintf(line, sizeof(line), "instance %s uuid %s inline_limit %u block_size %u container_share %.2f\n",
+                  datadir_.c_str(), sb_.UuidString().c_str(), sb_.inline_limit, sb_.block_size,
+                  cfg_.container_share > 0.0 ? cfg_.container_share : sb_.container_share);
     out += line;
     std::snprintf(line, sizeof(line), "inodes %" PRIu64 " bytes_read %" PRIu64 " bytes_written %" PRIu64 "\n",
                   inode_count_.load(), bytes_read_.load(), bytes_written_.load());

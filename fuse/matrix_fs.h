@@ -72,6 +72,9 @@ struct MountConfig {
   double entry_timeout = 86400.0;
   double attr_timeout = 86400.0;
   bool debug = false;
+  // The matrix container's receiver share for this mount (-o
+  // container_share=F); 0: the superblock's (mkfs --container-share).
+  double container_share = 0.0;
 };
 
 // Maps a Status to the errno a FUSE reply carries (the one place this happens).

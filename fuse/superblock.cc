@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -41,6 +42,12 @@ Superblock Superblock::New() {
   return sb;
 }
 
+namespace {
+
+uint32_t ShareToMillionths(double share) { return static_cast<uint32_t>(std::lround(share * 1e6)); }
+
+}  // namespace
+
 std::string EncodeSuperblock(const Superblock& sb) {
   std::string out(kSuperblockSize, '\0');
   char* p = out.data();
@@ -54,6 +61,7 @@ std::string EncodeSuperblock(const Superblock& sb) {
   EncodeFixed32(p + 108, sb.block_size);
   EncodeFixed64(p + 112, sb.pool_size);
   std::memcpy(p + 120, sb.pool_path.data(), std::min(sb.pool_path.size(), kPoolPathSize - 1));
+  if (sb.version >= 2) EncodeFixed32(p + 376, ShareToMillionths(sb.container_share));
   EncodeFixed32(p + 508, Checksum32(p, 508));
   return out;
 }
@@ -77,9 +85,9 @@ Status DecodeSuperblock(const Slice& data, const std::string& what, Superblock* 
     return Status::Corruption(what + buf);
   }
   sb->version = DecodeFixed32(p + 8);
-  if (sb->version != kFormatVersion) {
-    return Status::NotSupported(what + ": format version " + std::to_string(sb->version) +
-                                ", this build reads version 1");
+  if (sb->version < kOldestFormatVersion || sb->version > kFormatVersion) {
+    return Status::NotSupported(what + ": format version " + std::to_string(sb->version) + " at offset 8, this build reads versions " +
+                                std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion));
   }
   if (DecodeFixed32(p + 12) != kSuperblockSize) {
     return Status::Corruption(what + ": record size at offset 12 is " +
@@ -92,6 +100,15 @@ Status DecodeSuperblock(const Slice& data, const std::string& what, Superblock* 
   sb->block_size = DecodeFixed32(p + 108);
   sb->pool_size = DecodeFixed64(p + 112);
   sb->pool_path.assign(p + 120, strnlen(p + 120, kPoolPathSize));
+  sb->container_share = kDefaultContainerShare;
+  if (sb->version >= 2) {
+    uint32_t share = DecodeFixed32(p + 376);
+    if (share >= 1000000) {
+      return Status::Corruption(what + ": container share at offset 376 is " + std::to_string(share) +
+                                " millionths, expected less than 1000000");
+    }
+    if (share != 0) sb->container_share = share / 1e6;
+  }
   Status s = ValidateSuperblock(*sb);
   if (!s.ok()) return s.WithContext(what);
   return Status::OK();
@@ -107,6 +124,10 @@ Status ValidateSuperblock(const Superblock& sb) {
                                    " is larger than 64 MiB");
   }
   if (sb.label.size() >= kLabelSize) return Status::InvalidArgument("label longer than 63 bytes");
+  if (!(sb.container_share > 0.0 && sb.container_share < 1.0)) {
+    return Status::InvalidArgument("container share " + std::to_string(sb.container_share) +
+                                   " is not strictly between 0 and 1");
+  }
   return Status::OK();
 }
 

@@ -2,7 +2,16 @@
 // (fsck.matrixfs, man/fsck.matrixfs.8).
 //
 // Layers, in order; each problem is reported with its place:
-//   1. the superblock (DATADIR/superblock: magic, checksum, geometry);
+//   1. the superblock (DATADIR/superblock: magic, checksum, geometry) and,
+//      with a pool, the pair pool header <-> superblock (UUID for version 2
+//      instances, kv/POOL-IDENTITY, pool size), every PM WAL record
+//      (segment, pool offset, sequence: checksum, batch header agreeing with
+//      the record's sequence, sequences not decreasing), and every RowTable,
+//      read directly from the container's row slots (commit word and
+//      location, header, extent table and metadata checksums, entries inside
+//      the data area), then through the container: every live entry's key
+//      order and forward pointer (within the older row and pointing at the
+//      first key not below it), each named by row, pool offset and key;
 //   2. the database files in kv/: CURRENT and every MANIFEST record (record
 //      offset), every live SSTable (exists, size as recorded, Table::VerifyAll
 //      block checksums and key order, smallest/largest as declared in the
@@ -29,8 +38,10 @@
 // the allocator. Damage below the graph (SSTables, MANIFEST, WAL) is
 // reported, never repaired.
 //
-// Opening the database for the graph scan replays its WAL as a mount does;
-// with -n nothing else is written.
+// -n changes nothing: the pool is mapped copy-on-write and the database is
+// opened with Options.read_only (the WALs are replayed into memory only, no
+// file is written, no background thread runs). -p and -y open it normally,
+// which replays the WAL into new files as a mount does.
 //
 // Thread-safety: RunFsck is a free function; one call per instance at a time
 // (it takes the database lock).

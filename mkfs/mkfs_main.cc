@@ -8,9 +8,12 @@
 // refused with what was found; -n prints the plan and touches nothing.
 //
 // The persistent-memory pool is created and sized by the engine through
-// MatrixFs::Format (Options.nvm_path/nvm_size from the superblock). Where
-// the filesystem layer formats without a pool, the pool path and size are
-// still recorded in the superblock and mkfs says that no pool was created.
+// MatrixFs::Format (Options.nvm_path/nvm_size from the superblock), with the
+// superblock's UUID in its header. A devdax device (/dev/daxX.Y) is used as
+// it is: its size comes from the device (sysfs), nothing is created or
+// truncated; any other kind of device is refused. The container share,
+// inline limit, block size and label are stored in the superblock and used
+// by every mount.
 //
 // Exit: 0 formatted, 1 error, 16 usage.
 #include <ftw.h>
@@ -30,6 +33,7 @@
 #include "fuse/matrix_fs.h"
 #include "fuse/superblock.h"
 #include "mkfs/cli_util.h"
+#include "nvm/pool.h"
 
 namespace mxfs {
 namespace {
@@ -75,7 +79,6 @@ int Main(int argc, char** argv) {
   bool force = false;
   bool dry_run = false;
   bool pool_size_given = false;
-  double container_share = 0.6;
   static const option kLong[] = {
       {"pool", required_argument, nullptr, 'P'},
       {"pool-size", required_argument, nullptr, 'S'},
@@ -110,8 +113,8 @@ int Main(int argc, char** argv) {
       case 'C': {
         char* end = nullptr;
         errno = 0;
-        container_share = std::strtod(optarg, &end);
-        if (errno != 0 || end == optarg || *end != '\0' || !(container_share > 0.0 && container_share < 1.0)) {
+        sb.container_share = std::strtod(optarg, &end);
+        if (errno != 0 || end == optarg || *end != '\0' || !(sb.container_share > 0.0 && sb.container_share < 1.0)) {
           Usage(std::string("--container-share: \"") + optarg + "\" is not a number strictly between 0 and 1");
         }
         break;
@@ -150,7 +153,24 @@ int Main(int argc, char** argv) {
   if (argc - optind > 1) Usage(std::string("unexpected argument \"") + argv[optind + 1] + "\"");
   const std::string datadir = argv[optind];
   if (pool_size_given && sb.pool_path.empty()) Usage("--pool-size given without --pool");
-  if (!sb.pool_path.empty() && sb.pool_size == 0) {
+  uint64_t devdax_size = 0;  // > 0: the pool is a devdax device, used as it is
+  if (!sb.pool_path.empty()) {
+    auto dev = DevDaxSize(sb.pool_path);
+    if (!dev && !dev.error().IsNotFound()) {
+      std::fprintf(stderr, "mkfs.matrixfs: --pool: %s\n", dev.error().ToString().c_str());
+      return kExitError;
+    }
+    if (dev) devdax_size = *dev;
+  }
+  if (devdax_size > 0) {
+    if (sb.pool_size > devdax_size) {
+      std::fprintf(stderr, "mkfs.matrixfs: --pool-size %llu is larger than the devdax device %s (%llu bytes)\n",
+                   static_cast<unsigned long long>(sb.pool_size), sb.pool_path.c_str(),
+                   static_cast<unsigned long long>(devdax_size));
+      return kExitError;
+    }
+    if (sb.pool_size == 0) sb.pool_size = devdax_size - devdax_size % 4096;
+  } else if (!sb.pool_path.empty() && sb.pool_size == 0) {
     // As the daemon's -o pool: 1G, or half of what the pool's filesystem has free.
     sb.pool_size = 1ull << 30;
     std::string dir = sb.pool_path.substr(0, sb.pool_path.find_last_of('/') + 1);
@@ -178,7 +198,18 @@ int Main(int argc, char** argv) {
   struct stat pst;
   std::string pool_found;
   if (!sb.pool_path.empty() && ::stat(sb.pool_path.c_str(), &pst) == 0) {
-    pool_found = "pool " + sb.pool_path + " exists (" + std::to_string(pst.st_size) + " bytes)";
+    PoolOpenOptions po;
+    po.read_only = true;
+    auto old_pool = Pool::Open(sb.pool_path, po);
+    std::string what = old_pool ? "a MatrixFS pool, UUID " + UuidToString((*old_pool)->header().uuid) + ", created " +
+                                      FormatTimeNs((*old_pool)->header().creation_time_ns)
+                                : std::string("no MatrixFS pool");
+    if (devdax_size == 0) {
+      pool_found = "pool " + sb.pool_path + " exists (" + std::to_string(pst.st_size) + " bytes, " + what + ")";
+    } else if (old_pool) {
+      // A devdax device always exists; only a pool on it counts as found.
+      pool_found = "devdax device " + sb.pool_path + " holds " + what;
+    }
   }
 
   std::printf("%s %s:\n", dry_run ? "would format" : "formatting", datadir.c_str());
@@ -190,9 +221,11 @@ int Main(int argc, char** argv) {
   if (sb.pool_path.empty()) {
     std::printf("  pool          none (write-ahead log and L0 on SSD)\n");
   } else {
-    std::printf("  pool          %s, %llu bytes, container share %.2f\n",
-                sb.pool_path.c_str(), static_cast<unsigned long long>(sb.pool_size), container_share);
+    std::printf("  pool          %s, %llu bytes%s, UUID %s\n", sb.pool_path.c_str(),
+                static_cast<unsigned long long>(sb.pool_size), devdax_size > 0 ? " (devdax device, used as is)" : "",
+                sb.UuidString().c_str());
   }
+  std::printf("  container share %.2f (stored; -o container_share= overrides it per mount)\n", sb.container_share);
   std::printf("  root          owned by uid %u gid %u\n", static_cast<unsigned>(::getuid()),
               static_cast<unsigned>(::getgid()));
   if (!found.empty()) std::printf("  found         %s%s\n", found.c_str(), force ? " (will be overwritten: -f)" : "");
@@ -223,12 +256,7 @@ int Main(int argc, char** argv) {
       return kExitError;
     }
   }
-  if (!pool_found.empty()) {
-    if (!S_ISREG(pst.st_mode)) {
-      std::fprintf(stderr, "mkfs.matrixfs: pool %s is a device; this version formats pool files only\n",
-                   sb.pool_path.c_str());
-      return kExitError;
-    }
+  if (!pool_found.empty() && devdax_size == 0) {
     if (::unlink(sb.pool_path.c_str()) != 0) {
       std::fprintf(stderr, "mkfs.matrixfs: cannot remove the old pool %s: %s\n", sb.pool_path.c_str(),
                    std::strerror(errno));

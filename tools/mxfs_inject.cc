@@ -11,6 +11,10 @@
 //   mxfs-inject bump-nlink DATADIR PATH  add one to PATH's nlink
 //   mxfs-inject pm-wal DATADIR           flip a byte in the oldest record of the pool's WAL (exit 3: no pool/record)
 //   mxfs-inject rowtable DATADIR         flip a metadata byte of the first committed RowTable (exit 3: none)
+//   mxfs-inject row-order DATADIR        swap the keys of entries 0 and 1 of the first committed one-extent
+//                                        RowTable and fix its metadata checksum: only the key order is wrong
+//   mxfs-inject foreign-pool DATADIR     give the pool header (both copies, checksums fixed) a new random
+//                                        UUID, as if the pool belonged to another instance
 //
 // Prints what it changed (file and offset, or key). Exit 0 done, 1 error,
 // 2 usage, 3 not applicable.
@@ -23,10 +27,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/coding.h"
+#include "base/hash.h"
 #include "fuse/schema.h"
 #include "fuse/superblock.h"
 #include "kvcore/filename.h"
@@ -147,6 +155,77 @@ int FlipRowTable(const std::string& datadir) {
   return 3;
 }
 
+// Entries 0 and 1 of the first committed row whose header has no extent
+// table (K = 0: metadata contiguous after the header page) swap their key
+// fields; the metadata checksum at header + 48 and the header checksum at
+// + 124 are recomputed, so the row
+// opens and only its key order is wrong.
+int SwapRowKeys(const std::string& datadir) {
+  auto sb = ReadSuperblock(datadir);
+  if (!sb) return Fail(sb.error().ToString());
+  if (sb->pool_path.empty()) {
+    std::fprintf(stderr, "mxfs-inject: row-order: %s has no pool\n", datadir.c_str());
+    return 3;
+  }
+  auto pool = Pool::Open(sb->pool_path);
+  if (!pool) return Fail(pool.error().ToString());
+  Pool& p = **pool;
+  const uint64_t region = p.header().container_offset;
+  constexpr uint64_t kSlots = 53248, kNumSlots = 1024, kDataPages = 98304, kPage = 4096;
+  for (uint64_t i = 0; i < kNumSlots; ++i) {
+    const char* slot = p.At(region + kSlots + 16 * i);
+    uint64_t location = DecodeFixed64(slot);
+    uint64_t row_id = DecodeFixed64(slot + 8);
+    if (row_id == 0) continue;
+    const uint64_t header = region + kDataPages + (location & 0xffffffffull) * kPage;
+    char* h = p.At(header);
+    const uint32_t n = DecodeFixed32(h + 24), meta_bytes = DecodeFixed32(h + 36);
+    if (DecodeFixed32(h + 128) != 0 || n < 2) continue;
+    char* meta = h + kPage;
+    char tmp[8];
+    std::memcpy(tmp, meta, 8);
+    std::memcpy(meta, meta + 20, 8);
+    std::memcpy(meta + 20, tmp, 8);
+    EncodeFixed32(h + 48, Checksum32(meta, meta_bytes));
+    EncodeFixed32(h + 124, Checksum32(h, 124));  // the header's own (K = 0: bytes 0..123)
+    p.Persist(std::span<char>(h, 2 * kPage));
+    std::printf("row %llu (slot %llu) at pool offset %llu: swapped the keys of entries 0 and 1\n",
+                static_cast<unsigned long long>(row_id), static_cast<unsigned long long>(i),
+                static_cast<unsigned long long>(header));
+    return 0;
+  }
+  std::fprintf(stderr, "mxfs-inject: row-order: the container of %s holds no one-extent row of 2 entries\n",
+               sb->pool_path.c_str());
+  return 3;
+}
+
+// Both header copies get a new random UUID (version 4), checksums fixed.
+int ForeignPool(const std::string& datadir) {
+  auto sb = ReadSuperblock(datadir);
+  if (!sb) return Fail(sb.error().ToString());
+  if (sb->pool_path.empty()) {
+    std::fprintf(stderr, "mxfs-inject: foreign-pool: %s has no pool\n", datadir.c_str());
+    return 3;
+  }
+  auto pool = Pool::Open(sb->pool_path);
+  if (!pool) return Fail(pool.error().ToString());
+  PoolHeader h = (*pool)->header();
+  const std::string old_uuid = UuidToString(h.uuid);
+  std::random_device rd;
+  for (auto& b : h.uuid) b = static_cast<uint8_t>(rd());
+  h.uuid[6] = static_cast<uint8_t>((h.uuid[6] & 0x0f) | 0x40);
+  h.uuid[8] = static_cast<uint8_t>((h.uuid[8] & 0x3f) | 0x80);
+  char raw[kPoolHeaderSize];
+  EncodePoolHeader(h, raw);
+  for (uint64_t off : {uint64_t{0}, uint64_t{kPoolPageSize}}) {
+    (*pool)->CopyNoDrain((*pool)->At(off), std::span<const char>(raw));
+  }
+  (*pool)->Drain();
+  std::printf("pool %s: UUID %s replaced by %s (both header copies)\n", sb->pool_path.c_str(), old_uuid.c_str(),
+              UuidToString(h.uuid).c_str());
+  return 0;
+}
+
 Result<std::unique_ptr<DB>> OpenDb(const std::string& datadir) {
   Options o;
   o.create_if_missing = false;
@@ -183,7 +262,8 @@ Result<uint64_t> Resolve(DB* db, const std::string& path) {
 
 int Main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: mxfs-inject flush|sst|manifest|wal|del-inode|dangling|bump-nlink|rowtable|pm-wal "
+    std::fprintf(stderr, "usage: mxfs-inject flush|sst|manifest|wal|del-inode|dangling|bump-nlink|rowtable|row-order|pm-wal|"
+                         "foreign-pool "
                          "DATADIR [PATH|NAME]\n");
     return 2;
   }
@@ -195,6 +275,8 @@ int Main(int argc, char** argv) {
   if (cmd == "wal") return Flip(Newest(datadir, FileType::kLog), 12);
   if (cmd == "pm-wal") return FlipPmWal(datadir);
   if (cmd == "rowtable") return FlipRowTable(datadir);
+  if (cmd == "row-order") return SwapRowKeys(datadir);
+  if (cmd == "foreign-pool") return ForeignPool(datadir);
   auto db = OpenDb(datadir);
   if (!db) return Fail(db.error().ToString());
   WriteOptions wo;

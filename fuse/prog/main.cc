@@ -4,6 +4,7 @@
 //
 // Options (-o): format (format an empty DATADIR first), inline_limit=BYTES,
 // block_size=BYTES, label=TEXT, pool[=PATH], pool_size=BYTES (with format),
+// container_share=F (stored with format, else overrides the stored share),
 // allow_other,
 // default_permissions (always on), ro, debug; allow_other is implied when
 // root mounts (as for a kernel filesystem); the kernel's generic mount
@@ -45,6 +46,7 @@ struct Args {
   bool format_opts = false;  // inline_limit=, block_size= or label= given
   bool read_only = false;
   bool allow_other = false;
+  double container_share = 0.0;  // -o container_share=F (0: the superblock's)
   Superblock sb = Superblock::New();
   std::vector<std::string> passthrough;  // kernel/libfuse mount options
 };
@@ -63,6 +65,8 @@ struct Args {
                "                     default path /dev/shm/matrixfs-<uuid>.pool)\n"
                "  -o pool_size=N     pool size in bytes, k/M/G suffixes (with format; default 1G or\n"
                "                     half the free space of the pool's filesystem)\n"
+               "  -o container_share=F  receiver's share of the matrix container for this mount\n"
+               "                     (0 < F < 1; default: the one stored by mkfs, 0.6)\n"
                "  -o allow_other     let other users access the mount (implied for root)\n"
                "  -o ro              mount read-only\n");
   std::exit(msg ? 2 : 0);
@@ -120,6 +124,18 @@ void ParseOptions(const std::string& list, Args* a) {
       }
       a->sb.pool_size = v;
       a->format_opts = true;
+    }
+    else if (key == "container_share") {
+      // With format it is stored in the superblock; otherwise it overrides
+      // the stored share for this mount.
+      char* end = nullptr;
+      errno = 0;
+      double v = std::strtod(val.c_str(), &end);
+      if (errno != 0 || end == val.c_str() || *end != '\0' || !(v > 0.0 && v < 1.0)) {
+        Usage(("bad container_share \"" + val + "\" (a number strictly between 0 and 1)").c_str());
+      }
+      a->container_share = v;
+      a->sb.container_share = v;
     }
     else if (key == "debug") a->debug = a->foreground = true;
     else if (key == "ro") { a->read_only = true; a->passthrough.push_back("ro"); }
@@ -198,6 +214,7 @@ int Serve(const Args& a, int report_fd) {
   MountConfig cfg;
   cfg.read_only = a.read_only;
   cfg.debug = a.debug;
+  cfg.container_share = a.container_share;
   auto fs = MatrixFs::Open(a.datadir, cfg);
   if (!fs) {
     Report(report_fd, fs.error().ToString());

@@ -15,6 +15,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -468,4 +471,185 @@ TEST_CASE("fsck -p: repairs a link count, leaves a namespace change to -y") {
   CHECK(check.out.find("nlink") == std::string::npos);
   CHECK(Exec("fsck.matrixfs", {"-y", s.data()}).rc == 1);
   CHECK(Exec("fsck.matrixfs", {"-n", s.data()}).rc == 0);
+}
+
+namespace {
+
+// size, mtime and a hash of every file under dir, plus the pool's bytes.
+std::map<std::string, std::string> Fingerprint(const std::string& dir, const std::string& pool) {
+  std::map<std::string, std::string> r;
+  auto add = [&](const std::string& p) {
+    struct stat st;
+    REQUIRE(stat(p.c_str(), &st) == 0);
+    const std::string bytes = ReadAll(p);
+    r[p] = std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec) + " " + std::to_string(std::hash<std::string>()(bytes));
+  };
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) add(e.path().string());
+  }
+  add(pool);
+  return r;
+}
+
+std::string Field(const std::string& text, const std::string& after) {
+  size_t at = text.find(after);
+  if (at == std::string::npos) return "";
+  at += after.size();
+  return text.substr(at, text.find_first_of(" ,:)\n", at) - at);
+}
+
+// The number just before suffix (" WAL records"), or 0.
+unsigned long NumberBefore(const std::string& text, const std::string& suffix) {
+  size_t end = text.find(suffix);
+  if (end == std::string::npos) return 0;
+  size_t begin = text.find_last_not_of("0123456789", end - 1) + 1;
+  return begin < end ? std::stoul(text.substr(begin, end - begin)) : 0;
+}
+
+}  // namespace
+
+TEST_CASE("mkfs --pool: one UUID on both sides; fsck -n changes no byte; RowTable, PM WAL and foreign-pool damage named") {
+  Scratch s;
+  char ptmpl[] = "/dev/shm/mxfs-mkfs-pair-XXXXXX";
+  REQUIRE(mkdtemp(ptmpl) != nullptr);
+  const std::string pooldir = ptmpl;
+  const std::string pool = pooldir + "/pool";
+  const char* uuid = "5e1f0000-1111-4222-8333-444455556666";
+  Run mk = Exec("mkfs.matrixfs",
+                {"--pool", pool, "--pool-size", "32M", "--container-share", "0.45", "-U", uuid, s.data()});
+  INFO(mk.out);
+  REQUIRE(mk.rc == 0);
+  CHECK(mk.out.find("container share 0.45") != std::string::npos);
+  {
+    // Rows in the container (flush), then records only in the PM WAL.
+    Daemon d(s.data(), s.mnt(), s.log());
+    REQUIRE(d.Start());
+    for (int i = 0; i < 40; ++i) REQUIRE(WriteAll(s.mnt() + "/f" + std::to_string(i), std::string(100, 'a' + i % 26)));
+    CHECK(ReadAll(s.mnt() + "/.matrixfs/stats").find("container_share 0.45") != std::string::npos);
+    CHECK(d.Stop() == 0);
+  }
+  REQUIRE(Exec("mxfs-inject", {"flush", s.data()}).rc == 0);
+  {
+    Daemon d(s.data(), s.mnt(), s.log());
+    REQUIRE(d.Start());
+    REQUIRE(WriteAll(s.mnt() + "/later", "only in the log"));
+    CHECK(d.Stop() == 0);
+  }
+  Run ck = Exec("fsck.matrixfs", {"-n", "-v", s.data()});
+  INFO(ck.out);
+  REQUIRE(ck.rc == 0);
+  CHECK(ck.out.find("UUID " + std::string(uuid)) != std::string::npos);  // the pool header's
+  CHECK(ck.out.find("container share 0.45") != std::string::npos);
+  CHECK(NumberBefore(ck.out, " rows, ") >= 1);
+  CHECK(NumberBefore(ck.out, " WAL records") >= 1);
+
+  // -n is read-only: every file under DATADIR and the pool, byte for byte,
+  // with sizes and mtimes, are as before (the WAL was replayed into memory).
+  const auto before = Fingerprint(s.data(), pool);
+  CHECK(Exec("fsck.matrixfs", {"-n", s.data()}).rc == 0);
+  CHECK(Fingerprint(s.data(), pool) == before);
+  const std::string saved = ReadAll(pool);
+
+  SECTION("a flipped RowTable byte is named by row, slot and pool offset") {
+    Run inj = Exec("mxfs-inject", {"rowtable", s.data()});
+    INFO(inj.out);
+    REQUIRE(inj.rc == 0);
+    Run bad = Exec("fsck.matrixfs", {"-n", s.data()});
+    INFO(bad.out);
+    CHECK(bad.rc == 4);
+    CHECK(bad.out.find("row " + Field(inj.out, "row ") + " (container slot " + Field(inj.out, "(slot ")) !=
+          std::string::npos);
+    CHECK(bad.out.find("offset " + Field(inj.out, "pool offset ")) != std::string::npos);
+    CHECK(bad.out.find("metadata checksum mismatch") != std::string::npos);
+  }
+  SECTION("RowTable keys out of order (checksums intact) are named by row, entry and key") {
+    Run inj = Exec("mxfs-inject", {"row-order", s.data()});
+    INFO(inj.out);
+    REQUIRE(inj.rc == 0);
+    Run bad = Exec("fsck.matrixfs", {"-n", s.data()});
+    INFO(bad.out);
+    CHECK(bad.rc == 4);
+    CHECK(bad.out.find("row " + Field(inj.out, "row ") + " (header at pool offset " + Field(inj.out, "pool offset ") +
+                       ") entry 1 (key ") != std::string::npos);
+    CHECK(bad.out.find("not above the previous entry's key") != std::string::npos);
+  }
+  SECTION("a damaged PM WAL record is named by segment, offset and sequence") {
+    Run inj = Exec("mxfs-inject", {"pm-wal", s.data()});
+    INFO(inj.out);
+    REQUIRE(inj.rc == 0);
+    Run bad = Exec("fsck.matrixfs", {"-n", s.data()});
+    INFO(bad.out);
+    CHECK(bad.rc == 4);
+    CHECK(bad.out.find("[segment 0, offset ") != std::string::npos);
+    CHECK(bad.out.find("claims sequence") != std::string::npos);
+  }
+  SECTION("a pool with a foreign UUID: fsck names both UUIDs, the daemon refuses it naming the pool") {
+    Run inj = Exec("mxfs-inject", {"foreign-pool", s.data()});
+    INFO(inj.out);
+    REQUIRE(inj.rc == 0);
+    const std::string foreign = Field(inj.out, "replaced by ");
+    REQUIRE(foreign.size() == 36);
+    Run bad = Exec("fsck.matrixfs", {"-n", s.data()});
+    INFO(bad.out);
+    CHECK(bad.rc == 4);
+    CHECK(bad.out.find("header (offset 16) has UUID " + foreign + ", superblock " + s.data() +
+                       "/superblock (offset 16) has UUID " + uuid) != std::string::npos);
+    Daemon d(s.data(), s.mnt(), s.log());
+    CHECK(!d.Start());
+    INFO(d.Log());
+    CHECK(WEXITSTATUS(d.status()) == 1);
+    CHECK(d.Log().find("pool " + pool + " belongs to another instance: its header has UUID " + foreign +
+                       ", this instance expects UUID " + uuid) != std::string::npos);
+  }
+  REQUIRE(WriteAll(pool, saved));
+  CHECK(Exec("fsck.matrixfs", {"-n", s.data()}).rc == 0);
+  RemoveTree(pooldir);
+}
+
+TEST_CASE("mkfs --container-share is stored; -o container_share overrides it for one mount; every option is honoured") {
+  Scratch s;
+  Run mk = Exec("mkfs.matrixfs", {"--container-share", "0.7", "--inline-limit", "4K", "--block-size", "1K", "-L",
+                                  "opts", s.data()});
+  INFO(mk.out);
+  REQUIRE(mk.rc == 0);
+  Run ck = Exec("fsck.matrixfs", {"-v", s.data()});
+  INFO(ck.out);
+  CHECK(ck.rc == 0);
+  CHECK(ck.out.find("label \"opts\", version 2, inline limit 4096, block size 1024, container share 0.70") !=
+        std::string::npos);
+  {
+    Daemon d(s.data(), s.mnt(), s.log());
+    REQUIRE(d.Start());
+    const std::string stats = ReadAll(s.mnt() + "/.matrixfs/stats");
+    INFO(stats);
+    CHECK(stats.find("inline_limit 4096 block_size 1024 container_share 0.70") != std::string::npos);
+    REQUIRE(WriteAll(s.mnt() + "/f", "x"));
+    struct stat st;
+    REQUIRE(stat((s.mnt() + "/f").c_str(), &st) == 0);
+    CHECK(st.st_blksize == 1024);
+    CHECK(d.Stop() == 0);
+  }
+  // The mount option wins for that mount; the superblock keeps its value.
+  Run m = Exec("matrixfs", {s.data(), s.mnt(), "-o", "container_share=0.3"});
+  INFO(m.out);
+  REQUIRE(m.rc == 0);
+  const std::string stats = ReadAll(s.mnt() + "/.matrixfs/stats");
+  CHECK(stats.find("container_share 0.30") != std::string::npos);
+  CHECK(umount2(s.mnt().c_str(), 0) == 0);
+  for (int i = 0; i < 200 && Exec("fsck.matrixfs", {"-n", s.data()}).rc == 8; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the daemon is still closing
+  }
+  Run ck2 = Exec("fsck.matrixfs", {"-v", s.data()});
+  CHECK(ck2.out.find("container share 0.70") != std::string::npos);
+}
+
+TEST_CASE("mkfs --pool: a character device that is not devdax is refused, naming it; nothing is written") {
+  Scratch s;
+  Run mk = Exec("mkfs.matrixfs", {"--pool", "/dev/null", s.data()});
+  INFO(mk.out);
+  CHECK(mk.rc == 1);
+  CHECK(mk.out.find("/dev/null is not a devdax device or regular file") != std::string::npos);
+  struct stat st;
+  CHECK(stat(s.data().c_str(), &st) != 0);  // DATADIR was not even created
 }

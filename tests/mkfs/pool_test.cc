@@ -52,6 +52,7 @@ TEST_CASE("fsck: a pool-backed instance checks clean, and a pool of another data
     mxfs::Options o;
     o.nvm_path = pool;
     o.nvm_size = sb.pool_size;
+    o.nvm_uuid = sb.UuidString();  // version 2: the pool carries the superblock's UUID
     o.write_buffer_size = 1 << 20;
     auto db = mxfs::DB::Open(o, mxfs::KvPath(datadir));
     REQUIRE(db.has_value());
