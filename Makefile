@@ -63,7 +63,7 @@ $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -c -o $@ $<
 
-MODULES := base ssd nvm kvcore fuse mkfs tools tests tests/fuzz
+MODULES := base ssd nvm kvcore fuse mkfs tools tools/torture tests tests/fuzz
 include $(patsubst %,%/module.mk,$(MODULES))
 
 .PHONY: all deps test run clean check-deps install

@@ -31,7 +31,7 @@ for t in "$build"/bin/test_*; do
   rm -f "$out"
 done
 # Script checks of whole programs: each counts as one test.
-for script in tools/bench/kvbench_smoke.sh tools/load/load_smoke.sh; do
+for script in tools/bench/kvbench_smoke.sh tools/load/load_smoke.sh tools/torture/torture_smoke.sh; do
   echo "=== $script"
   if "./$script" "$build"; then
     passed=$((passed + 1))
