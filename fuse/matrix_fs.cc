@@ -391,6 +391,15 @@ Status MatrixFs::Startup() {
       if (end != nullptr && *end == '\0' && name.size() == 16) {
         auto a = LoadAttr(ino);
         keep = a && a->storage == Storage::kObject;
+        // A crash while a large file shrank left bytes past its end (see
+        // Truncate): cut them off before a later extension shows them.
+        struct stat ost;
+        const std::string opath = DataPath(datadir_) + "/" + name;
+        if (keep && ::stat(opath.c_str(), &ost) == 0 && static_cast<uint64_t>(ost.st_size) > a->size &&
+            ::truncate(opath.c_str(), static_cast<off_t>(a->size)) != 0) {
+          return Status::FromErrno("cutting " + opath + " to its inode's " + std::to_string(a->size) + " bytes",
+                                   errno);
+        }
       }
       if (!keep) {
         ::unlink((DataPath(datadir_) + "/" + name).c_str());
@@ -768,6 +777,7 @@ Status MatrixFs::DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, 
     a->mode &= ~S_ISUID;
     if (a->mode & S_IXGRP) a->mode &= ~S_ISGID;
   }
+  const uint64_t old_size = a->size;
   if (to_set & FUSE_SET_ATTR_SIZE) {
     if (a->IsDir()) return Errno(EISDIR);
     if (!a->IsReg()) return Errno(EINVAL);
@@ -786,6 +796,12 @@ Status MatrixFs::DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, 
   for (uint64_t o : drop_objects) {
     if (Node* n = FindNode(o)) n->object.reset();
     RemoveObject(o);
+  }
+  if (a->storage == Storage::kObject && a->size < old_size) {
+    // A shrunk large file: its object is cut only now (see Truncate).
+    auto obj = ObjectFor(ino, false);
+    if (!obj) return obj.error();
+    MXFS_RETURN_IF_ERROR((*obj)->Truncate(a->size));
   }
   *out = *a;
   return Status::OK();
@@ -1259,11 +1275,16 @@ Status MatrixFs::Truncate(Txn* txn, uint64_t ino, InodeAttr* a, uint64_t size,
     drop_objects->push_back(ino);
     return Status::OK();
   }
-  auto obj = ObjectFor(ino, false);
-  if (!obj) return obj.error();
-  MXFS_RETURN_IF_ERROR((*obj)->Truncate(size));
-  // Synced so that bytes cut off cannot reappear after a crash and a later extension.
-  MXFS_RETURN_IF_ERROR((*obj)->Sync());
+  if (size > a->size) {
+    // Growing: the object first, then the size commits.
+    auto obj = ObjectFor(ino, false);
+    if (!obj) return obj.error();
+    MXFS_RETURN_IF_ERROR((*obj)->Truncate(size));
+    MXFS_RETURN_IF_ERROR((*obj)->Sync());
+  }
+  // Shrinking: DoSetAttr cuts the object after the smaller size is
+  // committed, so a crash in between leaves bytes past the end (Startup cuts
+  // them off), never an object shorter than its inode says.
   a->size = size;
   return Status::OK();
 }
