@@ -201,32 +201,6 @@ std::vector<uint32_t> ContainerVersion::Locate(const Slice& target) const {
   return out;
 }
 
-void ContainerVersion::Get(const Slice& target,
-                           const std::function<bool(const Slice& key, const Slice& value)>& found) const {
-  bool have_hint = false;
-  uint32_t wlo = 0, whi = 0;
-  for (size_t i = 0; i < rows_.size(); i++) {
-    const RowTable& t = *rows_[i].table;
-    const uint32_t n = t.num_entries(), start = rows_[i].start;
-    if (use_blooms_ && !t.KeyMayMatch(target)) {
-      have_hint = false;
-      continue;
-    }
-    uint32_t lo = start, hi = n;
-    if (have_hint) {
-      lo = std::max(start, std::min(wlo, n));
-      hi = std::max(lo, std::min(whi, n));
-    }
-    const uint32_t p = t.LowerBound(target, lo, hi);
-    if (p < n && found(t.Key(p), t.Value(p))) return;
-    have_hint = use_hints_ && i + 1 < rows_.size() && rows_[i + 1].table->row_id() == t.prev_row_id();
-    if (have_hint) {
-      wlo = p > start ? t.Forward(p - 1) : 0;
-      whi = p < n ? t.Forward(p) : rows_[i + 1].table->num_entries();
-    }
-  }
-}
-
 // ---------------------------------------------------------------------------
 // Stats
 

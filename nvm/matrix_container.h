@@ -53,12 +53,14 @@
 // whole row or a syscall.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/comparator.h"
@@ -122,7 +124,10 @@ class ContainerVersion {
   // the user key matched). With hints, the position in one row narrows the
   // binary search in the next older one to the window its forward pointers
   // give.
-  void Get(const Slice& target, const std::function<bool(const Slice& key, const Slice& value)>& found) const;
+  // A template, so the hot path holds no std::function (no allocation, no
+  // indirect call per row); it reads the rows' metadata in place.
+  template <typename Found>
+  void Get(const Slice& target, Found&& found) const;
   // For every row, the index of the first live entry >= target (hinted).
   std::vector<uint32_t> Locate(const Slice& target) const;
 
@@ -173,8 +178,9 @@ class MatrixContainer {
   Result<bool> SwitchReceiverToCompactor();
 
   std::shared_ptr<const ContainerVersion> Current() const;
-  void Get(const Slice& target, const std::function<bool(const Slice& key, const Slice& value)>& found) const {
-    Current()->Get(target, found);
+  template <typename Found>
+  void Get(const Slice& target, Found&& found) const {
+    Current()->Get(target, std::forward<Found>(found));
   }
   // A merging iterator over every live entry of every row (ties: newer row
   // first); Seek positions all rows with the cross-row hints.
@@ -200,6 +206,11 @@ class MatrixContainer {
   [[nodiscard]] Status MarkColumnCompacted(const Slice& hi);
 
   ContainerStats GetStats() const;
+  // Column compactions since open (cheap: for waiting on progress).
+  uint64_t ColumnsCompacted() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return columns_compacted_;
+  }
   void SetSearchMode(bool use_hints, bool use_blooms);
   const PageAllocator& allocator() const { return *allocator_; }
 
@@ -240,5 +251,35 @@ class MatrixContainer {
   uint64_t columns_compacted_ = 0;
   uint64_t switches_ = 0;
 };
+
+// The search in row i is confined to its live entries [start, n); with
+// hints, the position found in row i narrows row i+1's search to the window
+// its forward pointers give (see Locate in matrix_container.cc).
+template <typename Found>
+void ContainerVersion::Get(const Slice& target, Found&& found) const {
+  bool have_hint = false;
+  uint32_t wlo = 0, whi = 0;
+  const size_t nrows = rows_.size();
+  for (size_t i = 0; i < nrows; i++) {
+    const RowTable& t = *rows_[i].table;
+    const uint32_t n = t.num_entries(), start = rows_[i].start;
+    if (use_blooms_ && !t.KeyMayMatch(target)) {
+      have_hint = false;
+      continue;
+    }
+    uint32_t lo = start, hi = n;
+    if (have_hint) {
+      lo = std::max(start, std::min(wlo, n));
+      hi = std::max(lo, std::min(whi, n));
+    }
+    const uint32_t p = t.LowerBound(target, lo, hi);
+    if (p < n && found(t.Key(p), t.Value(p))) return;
+    have_hint = use_hints_ && i + 1 < nrows && rows_[i + 1].table->row_id() == t.prev_row_id();
+    if (have_hint) {
+      wlo = p > start ? t.Forward(p - 1) : 0;
+      whi = p < n ? t.Forward(p) : rows_[i + 1].table->num_entries();
+    }
+  }
+}
 
 }  // namespace mxfs
