@@ -637,10 +637,16 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       return Status::OK();
     } else if (static_cast<int>(imms_.size()) >= ctx_.options.max_write_buffer_number - 1) {
       const uint64_t start = NowMicros();
+      const bool full_before = nvm_ && nvm_->container_full.load();
+      const uint64_t episodes = nvm_ ? nvm_->container_full_episodes.load() : 0;
       bg_cv_.wait(l);
-      // A flush waiting for room in the container is its own stall cause.
-      if (nvm_ && nvm_->container_full.load()) stall_container_us_ += NowMicros() - start;
-      else stall_memtable_us_ += NowMicros() - start;
+      // A flush waiting for room in the container (at any time during this
+      // wait) is its own stall cause.
+      if (nvm_ && (full_before || nvm_->container_full.load() || nvm_->container_full_episodes.load() != episodes)) {
+        stall_container_us_ += NowMicros() - start;
+      } else {
+        stall_memtable_us_ += NowMicros() - start;
+      }
     } else if (l0_runs >= stop) {
       const uint64_t start = NowMicros();
       bg_cv_.wait(l);
@@ -823,14 +829,20 @@ void DBImpl::CompactThreadMain() {
   (void)::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, (kIoprioClassBe << kIoprioClassShift) | 7);
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
+    // Leveled compactions run beside column compaction (two cores: the
+    // container drains while L1 spills into L2) unless their L1 inputs are
+    // busy; a manual compaction runs alone.
     bg_cv_.wait(l, [this] {
-      return shutting_down_ ||
-             (bg_error_.ok() && !column_running_ && (manual_ != nullptr || versions_->NeedsCompaction()));
+      return shutting_down_ || (bg_error_.ok() && (manual_ != nullptr
+                                                       ? !column_running_
+                                                       : column_done_ != leveled_blocked_at_ &&
+                                                             versions_->NeedsCompaction()));
     });
     if (shutting_down_) break;
     leveled_running_ = true;
     Status s = BackgroundCompaction(l);
     leveled_running_ = false;
+    leveled_done_++;
     if (!s.ok() && !shutting_down_) RecordBackgroundError(s, "compaction");
     bg_cv_.notify_all();
   }
@@ -848,6 +860,21 @@ Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
   } else {
     c = versions_->PickCompaction();
   }
+  // The L1 tables this compaction reads: if a column compaction reads one of
+  // them, try again after that column (the compact pointer has moved on).
+  std::vector<uint64_t> l1_inputs;
+  if (c && (c->level() == 0 || c->level() == 1)) {
+    for (const auto& f : c->inputs(c->level() == 1 ? 0 : 1)) l1_inputs.push_back(f->number);
+  }
+  for (uint64_t n : l1_inputs) {
+    if (busy_l1_.count(n) != 0) {
+      if (m == nullptr) {
+        leveled_blocked_at_ = column_done_;
+        return Status::OK();
+      }
+    }
+  }
+  busy_l1_.insert(l1_inputs.begin(), l1_inputs.end());
   Status s;
   if (c) {
     CompactionRecord rec;
@@ -870,6 +897,7 @@ Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
     rec.micros = NowMicros() - start;
     if (s.ok()) AddRecord(std::move(rec));
   }
+  for (uint64_t n : l1_inputs) busy_l1_.erase(n);
   if (m != nullptr) {
     if (!s.ok()) m->done = true;
     if (!m->done) {
@@ -887,32 +915,48 @@ Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, 
                                 std::vector<std::unique_ptr<Iterator>> extra) {
   const bool column = !extra.empty();
   const SequenceNumber smallest_snapshot = OldestSnapshot();
+  DescribeCompaction(c, rec);
+  l.unlock();
+  std::unique_ptr<Iterator> input = versions_->MakeInputIterator(c);
+  if (column) {
+    extra.push_back(std::move(input));
+    input = NewMergingIterator(&ctx_.icmp, std::move(extra));
+  }
+  std::vector<FileMetaData> outputs;
+  std::vector<uint64_t> numbers;
+  Status s = MergeIntoTables(c, input.get(), column, smallest_snapshot, &outputs, &numbers);
+  input.reset();
+  l.lock();
+  return InstallCompaction(c, l, rec, column, std::move(s), outputs, numbers);
+}
+
+void DBImpl::DescribeCompaction(Compaction* c, CompactionRecord* rec) const {
+  rec->bytes_in = c->InputBytes();
+  InternalKey smallest, largest;
+  bool first = true;
+  for (int which = 0; which < 2; which++) {
+    for (const auto& f : c->inputs(which)) {
+      if (first || ctx_.icmp.Compare(f->smallest.Encode(), smallest.Encode()) < 0) smallest = f->smallest;
+      if (first || ctx_.icmp.Compare(f->largest.Encode(), largest.Encode()) > 0) largest = f->largest;
+      first = false;
+    }
+  }
+  if (!first) {
+    rec->smallest = smallest.user_key().ToEscaped();
+    rec->largest = largest.user_key().ToEscaped();
+  }
+}
+
+Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, SequenceNumber smallest_snapshot,
+                               std::vector<FileMetaData>* outputs, std::vector<uint64_t>* numbers) {
   const Comparator* ucmp = ctx_.icmp.user_comparator();
   struct Output {
     FileMetaData meta;
     std::unique_ptr<WritableFile> file;
     std::unique_ptr<TableBuilder> builder;
   };
-  std::vector<FileMetaData> outputs;
-  std::vector<uint64_t> numbers;
   Output out;
   bool open = false;
-  rec->bytes_in = c->InputBytes();
-  {
-    InternalKey smallest, largest;
-    bool first = true;
-    for (int which = 0; which < 2; which++) {
-      for (const auto& f : c->inputs(which)) {
-        if (first || ctx_.icmp.Compare(f->smallest.Encode(), smallest.Encode()) < 0) smallest = f->smallest;
-        if (first || ctx_.icmp.Compare(f->largest.Encode(), largest.Encode()) > 0) largest = f->largest;
-        first = false;
-      }
-    }
-    if (!first) {
-      rec->smallest = smallest.user_key().ToEscaped();
-      rec->largest = largest.user_key().ToEscaped();
-    }
-  }
 
   auto finish_output = [&]() -> Status {
     Status s = out.builder->Finish();
@@ -927,16 +971,10 @@ Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, 
       auto t = table_cache_->FindTable(out.meta.number, out.meta.file_size);  // readable before it is installed
       if (!t) s = t.error();
     }
-    if (s.ok()) outputs.push_back(out.meta);
+    if (s.ok()) outputs->push_back(out.meta);
     return s;
   };
 
-  l.unlock();
-  std::unique_ptr<Iterator> input = versions_->MakeInputIterator(c);
-  if (column) {
-    extra.push_back(std::move(input));
-    input = NewMergingIterator(&ctx_.icmp, std::move(extra));
-  }
   input->SeekToFirst();
   uint64_t entries = 0;
   Status s;
@@ -970,7 +1008,7 @@ Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, 
       drop = true;  // nothing below to hide, and no snapshot sees older entries
     }
     last_sequence_for_key = ikey.sequence;
-    if (column && ++entries == 1000) MXFS_KILL_POINT("kvcore.column.mid_merge");
+    if (column && ++entries == 100) MXFS_KILL_POINT("kvcore.column.mid_merge");  // some output written
     if (drop) continue;
     if (!open) {
       uint64_t number;
@@ -979,7 +1017,7 @@ Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, 
         number = versions_->NewFileNumber();
         pending_outputs_.insert(number);
       }
-      numbers.push_back(number);
+      numbers->push_back(number);
       auto file = ctx_.fs->NewWritableFile(TableFileName(ctx_.dbname, number), ctx_.file_options);
       if (!file) {
         s = file.error();
@@ -1004,14 +1042,20 @@ Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, 
   if (open) {
     out.builder->Abandon();
     out.builder.reset();
-    out.file->Close().IgnoreError();  // the file is removed below
+    out.file->Close().IgnoreError();  // the file is removed by the caller
     out.file.reset();
   }
-  input.reset();
+  return s;
+}
+
+Status DBImpl::InstallCompaction(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec, bool column,
+                                 Status s, const std::vector<FileMetaData>& outputs,
+                                 const std::vector<uint64_t>& numbers) {
   if (!s.ok()) {
+    l.unlock();
     for (uint64_t n : numbers) ctx_.fs->RemoveFile(TableFileName(ctx_.dbname, n)).IgnoreError();  // may not exist
+    l.lock();
   }
-  l.lock();
   uint64_t bytes_out = 0;
   for (const auto& f : outputs) bytes_out += f.file_size;
   if (s.ok()) {
@@ -1044,42 +1088,60 @@ void DBImpl::ColumnCompactThreadMain() {
   while (true) {
     // Flushes wake us through bg_cv_; the timeout covers a receiver->compactor
     // switch that happened inside a flush that found no room.
-    bg_cv_.wait_for(l, std::chrono::milliseconds(50), [&] {
-      return shutting_down_ || (bg_error_.ok() && !leveled_running_ && !mc->CompactorEmpty());
-    });
+    // A leveled compaction may run meanwhile (see CompactThreadMain); a
+    // manual one goes first.
+    auto ready = [&] {
+      return bg_error_.ok() && manual_ == nullptr && leveled_done_ != column_blocked_at_ && !mc->CompactorEmpty();
+    };
+    bg_cv_.wait_for(l, std::chrono::milliseconds(50), [&] { return shutting_down_ || ready(); });
     if (shutting_down_) break;
-    if (!bg_error_.ok() || leveled_running_ || mc->CompactorEmpty()) continue;
+    if (!ready()) continue;
     column_running_ = true;
     Status s = ColumnCompaction(l);
     column_running_ = false;
+    column_done_++;
     if (!s.ok() && !shutting_down_) RecordBackgroundError(s, "column compaction");
     bg_cv_.notify_all();
   }
 }
 
 Status DBImpl::ColumnCompaction(std::unique_lock<std::mutex>& l) {
+  // The column is chosen with mu_ held, so that no leveled compaction picks
+  // one of its L1 tables meanwhile (busy_l1_); the container calls below take
+  // only the container's own mutex.
   MatrixContainer* mc = nvm_->container();
   const Comparator* ucmp = ctx_.icmp.user_comparator();
   std::shared_ptr<Version> v = versions_->current();
-  l.unlock();
   auto lo = mc->CompactorSmallestKey();
-  if (!lo) {
-    l.lock();
-    return lo.error().IsNotFound() ? Status::OK() : lo.error();
-  }
+  if (!lo) return lo.error().IsNotFound() ? Status::OK() : lo.error();
   const std::string lo_user = ExtractUserKey(*lo).ToString();
   // Cut L1's key space at its tables' bounds: the column starts at the
   // compactor's smallest key and ends at the smallest key of an L1 table,
-  // widened table by table until it holds at least min_bytes.
+  // widened table by table until it holds at least min_bytes of the
+  // container. min_bytes grows with the compactor: about kColumnsPerDrain
+  // columns drain it, so each spans several L1 tables once the compactor is
+  // large (fewer, fuller output tables; one MANIFEST edit per column), but
+  // while writers wait for room (container full) the column is small, so its
+  // pages come back soon. An L1 table that a leveled compaction is reading
+  // ends the column early; if it is the first one, wait for that compaction.
+  constexpr uint64_t kColumnsPerDrain = 8;
   const FileList& l1 = v->files(1);
   size_t first = 0;
   while (first < l1.size() && ucmp->Compare(l1[first]->largest.user_key(), lo_user) < 0) first++;
-  const uint64_t min_bytes = std::max<uint64_t>(ctx_.options.target_file_size_base / 2, 4096);
+  if (first < l1.size() && busy_l1_.count(l1[first]->number) != 0 &&
+      ucmp->Compare(l1[first]->smallest.user_key(), lo_user) <= 0) {
+    column_blocked_at_ = leveled_done_;
+    return Status::OK();
+  }
+  const uint64_t floor_bytes = std::max<uint64_t>(ctx_.options.target_file_size_base / 2, 4096);
+  const uint64_t min_bytes =
+      nvm_->container_full.load() ? floor_bytes : std::max(floor_bytes, mc->GetStats().compactor_bytes / kColumnsPerDrain);
   std::string hi;
   size_t end = l1.size();
-  for (size_t j = first + 1; j < l1.size(); j++) {
+  for (size_t j = first; j < l1.size(); j++) {
+    if (ucmp->Compare(l1[j]->smallest.user_key(), lo_user) <= 0) continue;  // the column's first table
     std::string cand = InternalKey(l1[j]->smallest.user_key(), kMaxSequenceNumber, kValueTypeForSeek).Encode().ToString();
-    if (mc->ColumnBytes(Slice(), cand) >= min_bytes) {
+    if (busy_l1_.count(l1[j]->number) != 0 || mc->ColumnBytes(Slice(), cand) >= min_bytes) {
       hi = std::move(cand);
       end = j;
       break;
@@ -1098,15 +1160,78 @@ Status DBImpl::ColumnCompaction(std::unique_lock<std::mutex>& l) {
   }
   const uint64_t column_bytes = mc->ColumnBytes(Slice(), hi);
   auto c = std::make_unique<Compaction>(&ctx_, 0, v);
-  for (size_t k = first; k < end; k++) c->mutable_inputs(1)->push_back(l1[k]);
+  std::vector<uint64_t> l1_inputs;
+  for (size_t k = first; k < end; k++) {
+    c->mutable_inputs(1)->push_back(l1[k]);
+    l1_inputs.push_back(l1[k]->number);
+  }
+  busy_l1_.insert(l1_inputs.begin(), l1_inputs.end());
   Level0State st;  // flushed_sequence 0: Level0::MergeState keeps the recorded one
   st.compacted_key = hi;
   c->edit()->SetLevel0State(st.Encode());
 
   CompactionRecord rec;
   const uint64_t start = NowMicros();
-  l.lock();
-  Status s = DoCompactionWork(c.get(), l, &rec, mc->NewColumnRowIterators(Slice(), hi));
+  // Options.column_compaction_threads > 1 splits a column that spans several
+  // L1 tables into that many sub-ranges at L1 table bounds (whole tables per
+  // sub-range, so no user key is in two), merged in parallel into their own
+  // output tables; one MANIFEST edit installs them all.
+  const size_t ntables = end - first;
+  const size_t nsub = column_bytes >= 2 * floor_bytes
+                          ? std::min<size_t>(ntables, static_cast<size_t>(ctx_.options.column_compaction_threads))
+                          : 1;
+  Status s;
+  if (nsub <= 1) {
+    s = DoCompactionWork(c.get(), l, &rec, mc->NewColumnRowIterators(Slice(), hi));
+  } else {
+    std::vector<std::string> bounds{std::string()};  // "" : from the compacted key
+    std::vector<std::unique_ptr<Compaction>> subs;
+    for (size_t g = 0; g < nsub; g++) {
+      const size_t b = first + g * ntables / nsub, e = first + (g + 1) * ntables / nsub;
+      if (g > 0) {
+        bounds.push_back(
+            InternalKey(l1[b]->smallest.user_key(), kMaxSequenceNumber, kValueTypeForSeek).Encode().ToString());
+      }
+      subs.push_back(std::make_unique<Compaction>(&ctx_, 0, v));
+      for (size_t k = b; k < e; k++) subs.back()->mutable_inputs(1)->push_back(l1[k]);
+    }
+    bounds.push_back(hi);
+    const SequenceNumber smallest_snapshot = OldestSnapshot();
+    DescribeCompaction(c.get(), &rec);
+    std::vector<std::vector<FileMetaData>> outs(nsub);
+    std::vector<std::vector<uint64_t>> nums(nsub);
+    std::vector<Status> results(nsub);
+    auto merge = [&](size_t g) {
+      std::vector<std::unique_ptr<Iterator>> iters = mc->NewColumnRowIterators(bounds[g], bounds[g + 1]);
+      iters.push_back(versions_->MakeInputIterator(subs[g].get()));
+      std::unique_ptr<Iterator> input = NewMergingIterator(&ctx_.icmp, std::move(iters));
+      results[g] = MergeIntoTables(subs[g].get(), input.get(), true, smallest_snapshot, &outs[g], &nums[g]);
+    };
+    l.unlock();
+    std::vector<std::thread> helpers;
+    for (size_t g = 1; g < nsub; g++) {
+      helpers.emplace_back([&merge, g] {
+        SetThreadName("mxfs-colcomp");
+        constexpr int kIoprioWhoProcess = 1, kIoprioClassIdle = 3, kIoprioClassShift = 13;
+        (void)::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, kIoprioClassIdle << kIoprioClassShift);
+        merge(g);
+      });
+    }
+    merge(0);
+    for (std::thread& t : helpers) t.join();
+    std::vector<FileMetaData> outputs;
+    std::vector<uint64_t> numbers;
+    for (size_t g = 0; g < nsub; g++) {
+      if (s.ok() && !results[g].ok()) s = results[g];
+      outputs.insert(outputs.end(), outs[g].begin(), outs[g].end());  // sub-ranges ascend: so do the tables
+      numbers.insert(numbers.end(), nums[g].begin(), nums[g].end());
+    }
+    if (s.ok()) MXFS_KILL_POINT("kvcore.column.after_sub_merges");
+    l.lock();
+    s = InstallCompaction(c.get(), l, &rec, true, std::move(s), outputs, numbers);
+    if (s.ok()) stat_column_parallel_++;
+  }
+  for (uint64_t n : l1_inputs) busy_l1_.erase(n);
   if (!s.ok()) return s;
   rec.kind = "column L0->L1";
   rec.smallest = Slice(lo_user).ToEscaped();
@@ -1297,6 +1422,7 @@ std::string DBImpl::ContainerString() const {
   std::string r;
   r += "pool " + nvm_->pool()->path() + " (" + Num(nvm_->pool()->size()) + " bytes, " +
        nvm_->pool()->GranularityName() + " granularity, uuid " + UuidToString(nvm_->pool()->header().uuid) + ")\n";
+  r += "container.capacity " + Num(nvm_->pool()->header().container_size) + "\n";
   r += "receiver.rows " + Num(uint64_t{st.receiver_rows}) + "\n";
   r += "receiver.bytes " + Num(st.receiver_bytes) + "\n";
   r += "receiver.pages " + Num(uint64_t{st.receiver_pages}) + "\n";
@@ -1345,6 +1471,7 @@ std::string DBImpl::StatsString() const {
   r += "nvm.flush.bytes.written " + Num(stat_nvm_flush_bytes_) + "\n";
   r += "column.compactions " + Num(stat_columns_) + "\n";
   r += "column.bytes.read.nvm " + Num(stat_column_bytes_in_) + "\n";
+  r += "column.parallel " + Num(stat_column_parallel_) + "\n";
   r += "memtables.immutable " + Num(static_cast<uint64_t>(imms_.size())) + "\n";
   r += "last.sequence " + Num(versions_->LastSequence()) + "\n";
   r += "levels " + versions_->LevelSummary() + "\n";

@@ -92,6 +92,17 @@ class DBImpl final : public DB {
   // extra: further inputs merged with c's files (a column of the container).
   Status DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec,
                           std::vector<std::unique_ptr<Iterator>> extra = {});
+  // The parts of DoCompactionWork. DescribeCompaction: rec's input bytes and
+  // key range (mu_ held). MergeIntoTables (without mu_): input into new
+  // tables of c's output level, appended to outputs; every file number it
+  // used goes to numbers (also on failure). InstallCompaction (mu_ held):
+  // with s ok, one MANIFEST edit deletes c's inputs and adds outputs; else
+  // the files in numbers are removed; returns the final status.
+  void DescribeCompaction(Compaction* c, CompactionRecord* rec) const;
+  Status MergeIntoTables(Compaction* c, Iterator* input, bool column, SequenceNumber smallest_snapshot,
+                         std::vector<FileMetaData>* outputs, std::vector<uint64_t>* numbers);
+  Status InstallCompaction(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec, bool column,
+                           Status s, const std::vector<FileMetaData>& outputs, const std::vector<uint64_t>& numbers);
   void ColumnCompactThreadMain();
   // One column compaction: the next key range of the container's compactor
   // merged with the overlapping L1 tables into new L1 tables.
@@ -135,6 +146,13 @@ class DBImpl final : public DB {
   std::thread colcomp_thread_;
   bool leveled_running_ = false;  // a leveled compaction runs (mu_)
   bool column_running_ = false;   // a column compaction runs (mu_)
+  // L1 tables that a running compaction (leveled or column) reads: the two
+  // kinds run side by side but never share an L1 input (mu_).
+  std::set<uint64_t> busy_l1_;
+  // Bumped when a leveled / column compaction ends (mu_): a thread that
+  // found its inputs busy waits for the other kind's counter to move.
+  uint64_t leveled_done_ = 0, column_done_ = 0;
+  uint64_t leveled_blocked_at_ = UINT64_MAX, column_blocked_at_ = UINT64_MAX;
 
   // Statistics (mu_ unless atomic).
   std::atomic<uint64_t> stat_gets_{0};
@@ -145,6 +163,7 @@ class DBImpl final : public DB {
            stat_trivial_moves_ = 0;
   uint64_t stall_slowdown_us_ = 0, stall_stop_us_ = 0, stall_memtable_us_ = 0, stall_container_us_ = 0;
   uint64_t stat_nvm_flush_bytes_ = 0, stat_columns_ = 0, stat_column_bytes_in_ = 0;
+  uint64_t stat_column_parallel_ = 0;  // columns merged as parallel sub-ranges
   std::deque<CompactionRecord> recent_;
 };
 

@@ -75,11 +75,15 @@ Status NvmBackend::Open(bool new_db) {
     co.size = o.nvm_size != 0 ? o.nvm_size : kDefaultPoolSize;
     co.size -= co.size % kPoolPageSize;
     co.uuid = want_uuid ? *want_uuid : NewUuid();
-    // The WAL should hold every unflushed memtable (up to
-    // max_write_buffer_number of them) and a spare segment; it takes at most a
-    // quarter of the pool (a fuller WAL switches the memtable early, see
-    // DBImpl::MakeRoomForWrite); the container gets the rest.
-    uint64_t want = 2 * static_cast<uint64_t>(o.write_buffer_size) * static_cast<uint64_t>(o.max_write_buffer_number);
+    // The WAL must hold every unflushed memtable (up to
+    // max_write_buffer_number of them) plus a little slack: its space comes
+    // back as soon as a memtable is in a row, so a few memtables' worth
+    // suffices. It takes at most a quarter of the pool (a WAL more than half
+    // full switches the memtable early, see DBImpl::MakeRoomForWrite); the
+    // container gets the rest. GetProperty("matrixkv.container") shows the
+    // split (wal.capacity, container.capacity).
+    const uint64_t wbs = static_cast<uint64_t>(o.write_buffer_size);
+    uint64_t want = wbs * static_cast<uint64_t>(o.max_write_buffer_number) + wbs / 4;
     want = std::max<uint64_t>(want + 2 * kMiB, 16 * kMiB);
     want = std::min<uint64_t>(want, co.size / 4);
     want -= want % kMiB;
@@ -201,10 +205,11 @@ class ContainerLevel0 final : public Level0 {
   ContainerLevel0(const DbContext* ctx, NvmBackend* nvm) : ctx_(ctx), nvm_(nvm) {}
 
   Status WriteMemTable(Iterator* iter, uint64_t /*file_number*/, VersionEdit* edit, FlushResult* result) override {
-    uint64_t max_seq = 0, entries = 0;
+    uint64_t max_seq = 0, entries = 0, bytes = 0;
     for (iter->SeekToFirst(); iter->Valid(); iter->Next()) {
       max_seq = std::max(max_seq, ExtractTrailer(iter->key()) >> 8);
       entries++;
+      bytes += iter->key().size() + iter->value().size();
     }
     MXFS_RETURN_IF_ERROR(iter->status());
     if (entries == 0) return Status::OK();
@@ -219,11 +224,21 @@ class ContainerLevel0 final : public Level0 {
         break;
       }
       if (!row.error().IsBusy()) return row.error();
-      // The container is full: column compaction makes room.
-      nvm_->container_full = true;
-      if (nvm_->wake_compactor) nvm_->wake_compactor();
-      if (nvm_->stopping.load()) return row.error();
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      // The container is full: column compaction makes room. Building the
+      // row again costs a copy of the whole memtable, so wait (cheaply, on
+      // the allocator's counters) until at least the row's data pages are
+      // free or another column has been compacted since this attempt.
+      if (!nvm_->container_full.exchange(true)) nvm_->container_full_episodes++;
+      const uint64_t columns = mc->ColumnsCompacted();
+      const uint64_t free_then = mc->allocator().free_pages();
+      const uint64_t want_pages = bytes / kPoolPageSize + bytes / kPoolPageSize / 8 + 1;
+      while (true) {
+        if (nvm_->wake_compactor) nvm_->wake_compactor();
+        if (nvm_->stopping.load()) return row.error();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        const uint64_t free_now = mc->allocator().free_pages();
+        if (mc->ColumnsCompacted() != columns || (free_now > free_then && free_now >= want_pages)) break;
+      }
     }
     result->entries = entries;
     result->max_sequence = max_seq;

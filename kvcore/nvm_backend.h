@@ -74,6 +74,9 @@ class NvmBackend {
   // Set by a flush that found the container full and waits for column
   // compaction; cleared when the row went in.
   std::atomic<bool> container_full{false};
+  // Times container_full went from false to true (a writer that waited
+  // across such an episode counts its wait as a container-full stall).
+  std::atomic<uint64_t> container_full_episodes{0};
   // Set by Close: a flush waiting for room gives up.
   std::atomic<bool> stopping{false};
   // Called (without the DB mutex) when a flush finds the container full.

@@ -72,10 +72,16 @@ TEST_CASE("NVM DB: writes survive close and reopen through the PM WAL and the co
 }
 
 TEST_CASE("NVM DB: a full container is compacted column by column into L1 and nothing is lost", "[pm]") {
+  // With two threads, columns spanning several L1 tables are merged as
+  // parallel sub-ranges.
+  const int threads = GENERATE(1, 2);
+  INFO("column_compaction_threads " << threads);
   TempDir dir;
   TempPool pool;
   const std::string path = dir.Sub("db");
-  auto opened = DB::Open(PoolOptions(pool.path()), path);
+  Options options = PoolOptions(pool.path());
+  options.column_compaction_threads = threads;
+  auto opened = DB::Open(options, path);
   if (!opened) FAIL(opened.error().ToString());
   auto db = std::move(*opened);
   std::map<std::string, std::string> model;
@@ -105,6 +111,7 @@ TEST_CASE("NVM DB: a full container is compacted column by column into L1 and no
   CHECK(stats.find("background.error none") != std::string::npos);
   CHECK(comps.find("column L0->L1") != std::string::npos);
   CHECK(std::stoull(Prop(db.get(), "matrixkv.bytes-written-ssd")) > 0);
+  if (threads > 1) CHECK(stats.find("column.parallel 0\n") == std::string::npos);
   auto check = [&](const std::map<std::string, std::string>& m, const Snapshot* s) {
     ReadOptions ro;
     ro.snapshot = s;
