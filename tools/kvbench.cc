@@ -756,6 +756,23 @@ void Benchmark::Open() {
   auto r = DB::Open(o, flags_.db);
   if (!r) Fail("cannot open --db " + flags_.db + ": " + r.error().ToString());
   db_ = std::move(*r);
+  if (!flags_.nvm_path.empty()) {
+    // How the pool is split between the PM WAL and the matrix container.
+    std::string c, wal, cont;
+    if (db_->GetProperty("matrixkv.container", &c)) {
+      auto field = [&c](std::string_view name) {
+        const size_t at = c.find("\n" + std::string(name) + " ");
+        if (at == std::string::npos) return std::string("?");
+        const size_t from = at + name.size() + 2;
+        return c.substr(from, c.find('\n', from) - from);
+      };
+      wal = field("wal.capacity");
+      cont = field("container.capacity");
+    }
+    std::printf("NVM split:  WAL %s bytes, container %s bytes; column compaction threads %d\n", wal.c_str(),
+                cont.c_str(), o.column_compaction_threads);
+    std::fflush(stdout);
+  }
 }
 
 void Benchmark::Close() {

@@ -70,7 +70,10 @@
 #                                 table: ops/s, P50/P99/P99.9 write latency,
 #                                 write amplification, stall time, number and
 #                                 average input size of L0->L1 compactions
-#                                 (MatrixKV: column compactions).
+#                                 (MatrixKV: column compactions), the
+#                                 slowest second after warm-up against the
+#                                 median second, and, unless --reads 0,
+#                                 readrandom after the load on (a) and (b).
 #   --nvm_size B                  pool size for --three_way (268435456)
 #   --shm DIR                     where the pool and RocksDB's WAL go (/dev/shm)
 #
@@ -225,6 +228,7 @@ if [ "$three_way" = 1 ]; then
   trap 'rm -rf "$pool" "$wal"' EXIT
   rep_flags() { echo "--report_interval_seconds=1 --report_file=$logs/$1.csv"; }
   started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   # shellcheck disable=SC2046
   run kvbench_pool_fill "$kvbench" --benchmarks=fillrandom,stats --db="$kvdir" "${common[@]}" "${kv_only[@]}" \
     --nvm_path="$pool" --nvm_size="$nvm_size" $(rep_flags kvbench_pool_fill)
@@ -234,7 +238,17 @@ if [ "$three_way" = 1 ]; then
   # shellcheck disable=SC2046
   run db_bench_shmwal_fill "$db_bench" --benchmarks=fillrandom,stats --db="$sdir" --wal_dir="$wal" "${common[@]}" \
     "${rocks_only[@]}" $(rep_flags db_bench_shmwal_fill)
+  # readrandom after the load, on (a) and (b) (c differs from b only in its WAL).
+  if [ "$reads" -gt 0 ]; then
+    drop
+    run kvbench_pool_read "$kvbench" --benchmarks=readrandom --use_existing_db=1 --reads="$reads" --db="$kvdir" \
+      "${common[@]}" "${kv_only[@]}" --nvm_path="$pool" --nvm_size="$nvm_size"
+    drop
+    run db_bench_disk_read "$db_bench" --benchmarks=readrandom --use_existing_db=1 --reads="$reads" --db="$rdir" \
+      "${common[@]}" "${rocks_only[@]}"
+  fi
   finished=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+  load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   # CSV: second, ops/s of each run (empty once a run has finished).
   csv=$logs/throughput.csv
   awk -F, 'FNR == 1 { f++; next } { v[f, $1 + 0] = $2; if ($1 + 0 > m) m = $1 + 0 }
@@ -276,7 +290,9 @@ GP
   echo "target_file_size_base $target_file_size_base, 1 thread, no compression, sync=$sync, seed $seed;"
   echo "pool $nvm_size bytes on $shm ($(df -PT "$shm" | awk 'NR==2 {print $2}')); disk: $dir ($(df -PT "$dir" | awk 'NR==2 {print $2}'));"
   echo "(c) moves only RocksDB's WAL (--wal_dir): db_bench $("$db_bench" --version 2>/dev/null | awk '{print $NF}') cannot place L0 apart."
-  echo "ran $started .. $finished; repository at $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)."
+  echo "ran $started .. $finished; repository at $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown);"
+  echo "load average (1, 5, 15 min) before: $load_before, after: $load_after, on $(nproc) CPUs."
+  grep -h '^NVM split:' "$kf" || true
   echo
   printf '| %s | %s | %s | %s |\n' metric "MatrixKV (pool)" "RocksDB (disk)" "RocksDB (WAL on $shm)"
   echo "|---|---:|---:|---:|"
@@ -291,6 +307,28 @@ GP
     "$(rocks_stall "$rf")" "$(rocks_stall "$sf")"
   printf '| %s | %s | %s | %s |\n' "L0->L1 compactions (count, avg input)" "$(kv_l01 "$kf")" "$(rocks_l01 "$rf")" \
     "$(rocks_l01 "$sf")"
+  # Troughs: the slowest whole second after warm-up (the first 10% of the
+  # run's seconds, at least 5) against the median of those seconds; the
+  # last, partial second is left out.
+  trough() {
+    awk -F, 'FNR > 1 && $2 != "" { v[++n] = $2 + 0 }
+      END { w = int(n / 10); if (w < 5) w = 5; m = 0
+            for (i = w + 1; i < n; i++) s[++m] = v[i]
+            if (m < 3) { print "n/a"; exit }
+            for (i = 2; i <= m; i++) { x = s[i]; for (j = i - 1; j >= 1 && s[j] > x; j--) s[j + 1] = s[j]; s[j + 1] = x }
+            med = (m % 2) ? s[(m + 1) / 2] : (s[m / 2] + s[m / 2 + 1]) / 2
+            printf "%d / %d = %.0f%%", s[1], med, (med > 0 ? 100 * s[1] / med : 0) }' "$1"
+  }
+  printf '| %s | %s | %s | %s |\n' "slowest 1-s interval after warm-up / median (ops/s)" \
+    "$(trough "$logs/kvbench_pool_fill.csv")" "$(trough "$logs/db_bench_disk_fill.csv")" \
+    "$(trough "$logs/db_bench_shmwal_fill.csv")"
+  if [ "$reads" -gt 0 ]; then
+    printf '| %s | %s | %s | %s |\n' "readrandom after the load, ops/s ($reads reads)" \
+      "$(result_field "$logs/kvbench_pool_read.log" readrandom 2)" \
+      "$(result_field "$logs/db_bench_disk_read.log" readrandom 2)" "(not run)"
+    printf '| %s | %s | %s | %s |\n' "readrandom found" "$(found "$logs/kvbench_pool_read.log")" \
+      "$(found "$logs/db_bench_disk_read.log")" ""
+  fi
   echo
   echo "per-second throughput: $csv$(command -v gnuplot >/dev/null && echo ", plot: $logs/throughput.png")"
   if [ "$keep" = 0 ]; then rm -rf "$kvdir" "$rdir" "$sdir"; fi
