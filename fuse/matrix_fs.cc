@@ -14,6 +14,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "base/coding.h"
 #include "base/logging.h"
@@ -636,6 +637,90 @@ void MatrixFs::Init(fuse_conn_info* conn) {
   conn->max_background = 64;
   conn->congestion_threshold = 48;
   conn->time_gran = 1;
+}
+
+namespace {
+
+constexpr uint32_t kReadAheadKb = 1024;  // = conn->max_readahead
+
+// The "major:minor" of the FUSE mount at mountpoint (the last one listed, as
+// that is the one on top), from /proc/self/mountinfo, whose fields are
+// "id parent major:minor root mountpoint options ... - fstype source ...",
+// with blanks and backslashes in paths escaped as octal "\ooo".
+std::string MountDevice(const std::string& mountpoint) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line, found;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    size_t p = 0;
+    while (f.size() < 5 && p <= line.size()) {
+      size_t e = line.find(' ', p);
+      if (e == std::string::npos) e = line.size();
+      f.push_back(line.substr(p, e - p));
+      p = e + 1;
+    }
+    if (f.size() < 5) continue;
+    std::string mp;
+    for (size_t i = 0; i < f[4].size(); ++i) {
+      if (f[4][i] == '\\' && i + 3 < f[4].size()) {
+        mp.push_back(static_cast<char>(std::strtol(f[4].substr(i + 1, 3).c_str(), nullptr, 8)));
+        i += 3;
+      } else {
+        mp.push_back(f[4][i]);
+      }
+    }
+    size_t dash = line.find(" - ");
+    if (mp == mountpoint && dash != std::string::npos && line.compare(dash + 3, 4, "fuse") == 0) found = f[2];
+  }
+  return found;
+}
+
+// Writes value to a sysfs file; "" or the error text.
+std::string WriteSysfs(const std::string& path, const std::string& value) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return path + ": " + std::strerror(errno);
+  ssize_t n = ::write(fd, value.data(), value.size());
+  int e = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(value.size())) return path + ": " + std::strerror(n < 0 ? e : EIO);
+  return "";
+}
+
+std::string ReadSysfs(const std::string& path) {
+  std::ifstream in(path);
+  std::string v;
+  std::getline(in, v);
+  return v.empty() ? "?" : v;
+}
+
+}  // namespace
+
+void MatrixFs::TuneBdi() {
+  std::call_once(bdi_once_, [this] {
+    std::string report;
+    std::string dev = cfg_.mountpoint.empty() || cfg_.read_only ? "" : MountDevice(cfg_.mountpoint);
+    if (dev.empty()) {
+      report = "not tuned (no writable mount found)";
+    } else {
+      const std::string dir = "/sys/class/bdi/" + dev + "/";
+      std::string errors;
+      for (auto [file, value] : {std::pair<const char*, std::string>{"read_ahead_kb", std::to_string(kReadAheadKb)},
+                                 {"strict_limit", "0"},
+                                 {"max_ratio", "100"}}) {
+        std::string e = WriteSysfs(dir + file, value);
+        if (!e.empty()) errors += (errors.empty() ? "" : "; ") + e;
+      }
+      report = dev + " read_ahead_kb=" + ReadSysfs(dir + "read_ahead_kb") +
+               " strict_limit=" + ReadSysfs(dir + "strict_limit") + " max_ratio=" + ReadSysfs(dir + "max_ratio");
+      if (errors.empty()) {
+        MXFS_LOG_INFO("bdi %s", report.c_str());
+      } else {
+        MXFS_LOG_INFO("bdi %s (could not tune: %s)", report.c_str(), errors.c_str());
+      }
+    }
+    bdi_report_ = report;
+    bdi_tuned_.store(true, std::memory_order_release);
+  });
 }
 
 // ---------------------------------------------------------------- lookup
@@ -2012,6 +2097,7 @@ std::string MatrixFs::VirtualContent(uint64_t ino) {
       std::snprintf(line, sizeof(line), " %s=%" PRIu64, kOpNames[k], op_counts_[k].load());
       out += line;
     }
+    out += "\nbdi " + (bdi_tuned_.load(std::memory_order_acquire) ? bdi_report_ : std::string("not tuned"));
     out += "\nrequests";
     for (int k = 0; k < kNumRequestKinds; ++k) {
       std::snprintf(line, sizeof(line), " %s=%" PRIu64, kRequestNames[k], requests_[k].load());
@@ -2044,6 +2130,7 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
   do {                                     \
     NameThread();                          \
     Fs(req)->CountRequest(MatrixFs::kind); \
+    Fs(req)->AfterInit();                  \
     Fs(req)->call;                         \
   } while (0)
 void OpLookup(fuse_req_t req, fuse_ino_t p, const char* n) { MXFS_OP(kReqLookup, Lookup(req, p, n)); }

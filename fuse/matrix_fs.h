@@ -72,6 +72,9 @@ struct MountConfig {
   double entry_timeout = 86400.0;
   double attr_timeout = 86400.0;
   bool debug = false;
+  // Where the instance is mounted (absolute), to find the connection's
+  // backing device info in sysfs; empty: the bdi is left as the kernel set it.
+  std::string mountpoint;
   // The matrix container's receiver share for this mount (-o
   // container_share=F); 0: the superblock's (mkfs --container-share).
   double container_share = 0.0;
@@ -116,6 +119,10 @@ class MatrixFs {
     kReqAccess, kReqCreate, kReqFallocate, kReqLseek, kReqInit, kNumRequestKinds
   };
   void CountRequest(RequestKind k) { requests_[k].fetch_add(1, std::memory_order_relaxed); }
+  // Called with every request: the first one after INIT tunes the bdi.
+  void AfterInit() {
+    if (!bdi_tuned_.load(std::memory_order_acquire)) TuneBdi();
+  }
 
   // ---- operations (called from the static callbacks) ----
   void Init(fuse_conn_info* conn);
@@ -221,6 +228,12 @@ class MatrixFs {
                  std::string* buf, size_t* pos);
   void FillEntry(uint64_t ino, const InodeAttr& a, fuse_entry_param* e) const;
   void FillStat(uint64_t ino, const InodeAttr& a, struct stat* st) const;
+  // The kernel caps a FUSE connection's read-ahead at 128 KiB and puts its
+  // bdi under a strict 1% dirty limit, which throttles large buffered
+  // writes long before the page cache is full. As root, raise read_ahead_kb
+  // to max_readahead and lift the strict limit (sysfs, best effort, logged;
+  // the outcome shows on the "bdi" line of .matrixfs/stats).
+  void TuneBdi();
   Status CheckSticky(fuse_req_t req, const InodeAttr& dir, const InodeAttr& victim) const;
 
   // .matrixfs
@@ -255,6 +268,9 @@ class MatrixFs {
   std::atomic<uint64_t> inode_count_{0};
   std::atomic<uint64_t> op_counts_[kNumOps] = {};
   std::atomic<uint64_t> requests_[kNumRequestKinds] = {};
+  std::once_flag bdi_once_;
+  std::atomic<bool> bdi_tuned_{false};
+  std::string bdi_report_ = "not tuned";  // written once under bdi_once_, before bdi_tuned_
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<uint64_t> bytes_written_{0};
   uint64_t orphans_reclaimed_ = 0;

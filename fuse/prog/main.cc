@@ -214,6 +214,7 @@ int Serve(const Args& a, int report_fd) {
   MountConfig cfg;
   cfg.read_only = a.read_only;
   cfg.debug = a.debug;
+  cfg.mountpoint = Absolute(a.mountpoint);
   cfg.container_share = a.container_share;
   auto fs = MatrixFs::Open(a.datadir, cfg);
   if (!fs) {

@@ -1,0 +1,90 @@
+// The request path as the kernel sees it: which FUSE requests operations
+// cost (the "requests" line of .matrixfs/stats) and the connection's bdi
+// tuning (the "bdi" line).
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "tests/fuse/mount_fixture.h"
+
+namespace {
+
+using mxfs_test::MountFixture;
+using mxfs_test::ReadAll;
+using mxfs_test::WriteAll;
+
+// "requests a=1 b=2 ..." from .matrixfs/stats as a map.
+std::map<std::string, uint64_t> Requests(const MountFixture& m) {
+  std::string stats = ReadAll(m.P(".matrixfs/stats"));
+  std::map<std::string, uint64_t> out;
+  size_t p = stats.find("\nrequests ");
+  if (p == std::string::npos) return out;
+  std::istringstream line(stats.substr(p + 10, stats.find('\n', p + 1) - p - 10));
+  std::string kv;
+  while (line >> kv) {
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) out[kv.substr(0, eq)] = std::stoull(kv.substr(eq + 1));
+  }
+  return out;
+}
+
+std::string BdiLine(const MountFixture& m) {
+  std::string stats = ReadAll(m.P(".matrixfs/stats"));
+  size_t p = stats.find("\nbdi ");
+  if (p == std::string::npos) return "";
+  return stats.substr(p + 1, stats.find('\n', p + 1) - p - 1);
+}
+
+}  // namespace
+
+TEST_CASE("Requests: stats count the kernel's requests by type", "[fuse][requests]") {
+  MountFixture m;
+  auto before = Requests(m);
+  REQUIRE(before.count("create") == 1);
+  REQUIRE(before.count("getxattr") == 1);
+  REQUIRE(before["init"] == 1);
+  for (int i = 0; i < 5; ++i) REQUIRE(WriteAll(m.P("f" + std::to_string(i)), std::string(4096, 'x')));
+  auto after = Requests(m);
+  CHECK(after["create"] - before["create"] == 5);
+  CHECK(after["write"] - before["write"] >= 5);
+  CHECK(after["release"] - before["release"] >= 5);  // and the stats file of "before"
+  CHECK(after["lookup"] > before["lookup"]);
+  for (int i = 0; i < 5; ++i) REQUIRE(ReadAll(m.P("f" + std::to_string(i))) == std::string(4096, 'x'));
+}
+
+TEST_CASE("Requests: close sends no FLUSH and still reports no error", "[fuse][requests]") {
+  MountFixture m;
+  // The daemon has no flush op: the kernel learns that once (ENOSYS) and
+  // then closes without asking; close(2) must still succeed and the data
+  // must be there for the next open.
+  for (int i = 0; i < 3; ++i) {
+    int fd = open(m.P("g").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, "ab", 2) == 2);
+    REQUIRE(close(fd) == 0);
+  }
+  REQUIRE(ReadAll(m.P("g")) == "ababab");
+}
+
+TEST_CASE("Requests: the mount's bdi gets 1 MiB read-ahead and no strict dirty limit", "[fuse][requests]") {
+  MountFixture m;
+  struct stat st;
+  REQUIRE(stat(m.mnt().c_str(), &st) == 0);
+  std::string dev = std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+  std::string line = BdiLine(m);
+  INFO(line);
+  REQUIRE(line.rfind("bdi " + dev + " ", 0) == 0);
+  std::string dir = "/sys/class/bdi/" + dev + "/";
+  // Tuning is best effort (root and a writable sysfs); the line reports
+  // what the kernel shows either way.
+  REQUIRE(line.find("read_ahead_kb=" + ReadAll(dir + "read_ahead_kb").substr(0, ReadAll(dir + "read_ahead_kb").find('\n'))) !=
+          std::string::npos);
+  if (geteuid() == 0 && access((dir + "read_ahead_kb").c_str(), W_OK) == 0) {
+    CHECK(line.find("read_ahead_kb=1024") != std::string::npos);
+    CHECK(line.find("strict_limit=0") != std::string::npos);
+  }
+}
