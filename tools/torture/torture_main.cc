@@ -163,7 +163,8 @@ Options ParseArgs(int argc, char** argv) {
   return o;
 }
 
-// One workload thread's state; the model lives across rounds.
+// One workload thread's state; the model lives across rounds. Touched by
+// its thread during the workload and by the main thread otherwise.
 struct Worker {
   explicit Worker(int id, uint64_t seed) : model("w" + std::to_string(id)), rng(seed) {}
   FsModel model;
@@ -193,9 +194,8 @@ struct Totals {
   int failures = 0;
 };
 
-void RunWorker(Worker* w, const std::string* mnt, pid_t daemon, const std::atomic<bool>* stop, Totals* totals,
+void RunWorker(Worker* w, const std::string* mnt, pid_t daemon, const std::atomic<bool>* stop,
                std::atomic<uint64_t>* by_op) {
-  (void)totals;
   while (!stop->load()) {
     Op op = w->model.RandomOp(w->rng, kInlineLimit);
     w->pending = op;
@@ -258,6 +258,9 @@ void Control(const std::string& mnt, const char* cmd) {
   ::close(fd);
 }
 
+// The round loop over the instances, with the totals for the summary.
+// Thread-safety: used by the main thread only; it starts and joins the
+// workload and control threads of each round itself.
 class Torture {
  public:
   explicit Torture(Options o) : o_(std::move(o)), rng_(o_.seed) {}
@@ -406,7 +409,7 @@ bool Torture::Round(Instance& in, int round) {
       w->err = 0;
       w->err_while_alive = false;
       w->acked = 0;
-      threads.emplace_back(RunWorker, w.get(), &mnt, pid, &stop, &t_, by_op);
+      threads.emplace_back(RunWorker, w.get(), &mnt, pid, &stop, by_op);
     }
     std::thread control;
     bool died_alone = false;
