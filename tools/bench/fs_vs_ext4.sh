@@ -83,6 +83,14 @@ if want tmpfs; then
   dir_of[tmpfs]="$shm/tmpfs"
 fi
 if want passthrough; then
+  # passthrough_ll holds one O_PATH fd per inode the kernel knows: both
+  # fs_mark directories, the stat files and the readdir directory at once.
+  need_fds=$((2 * files + statn + readdirn + 100))
+  if [ "$need_fds" -gt "$(ulimit -Hn)" ]; then
+    echo "fs_vs_ext4.sh: passthrough_ll would need ~$need_fds open files, the hard limit is $(ulimit -Hn);" \
+      "use smaller --files/--stat/--readdir (2*files + stat + readdir below it)" >&2
+    exit 1
+  fi
   src=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c
   [ -f "$src" ] || { echo "fs_vs_ext4.sh: $src not found (apt-get install libfuse3-dev)" >&2; exit 1; }
   cc -O2 -Wall "$src" -o "$work/passthrough_ll" $(pkg-config --cflags --libs fuse3)
@@ -130,10 +138,19 @@ fio_run() {  # target rw bs -> MiB/s
 
 rate() { grep "^$1:" | awk '{print $(NF-1)}' | tail -1; }
 
+# MatrixFS: all FUSE requests so far (the "requests" line of .matrixfs/stats).
+mxfs_requests() {
+  grep '^requests' "${dir_of[matrixfs]}/.matrixfs/stats" | tr ' ' '\n' | awk -F= 'NF == 2 {s += $2} END {print s + 0}'
+}
+
 for t in "${targets[@]}"; do
   echo "== $t (${dir_of[$t]})" >&2
+  [ "$t" = matrixfs ] && r0=$(mxfs_requests)
   res[$t,fsmark_nosync]=$(fsmark "$t" 0)
+  [ "$t" = matrixfs ] && r1=$(mxfs_requests)
   res[$t,fsmark_fsync]=$(fsmark "$t" 1)
+  [ "$t" = matrixfs ] && r2=$(mxfs_requests) &&
+    echo "matrixfs FUSE requests per fs_mark file: $(python3 -c "print('%.2f no sync, %.2f with fsync' % (($r1 - $r0) / $files, ($r2 - $r1) / $files))")" >&2
   out=$("$bin/fsbench" stat "${dir_of[$t]}/stat" "$statn" 5)
   res[$t,stat_existing]=$(rate stat-existing <<<"$out")
   res[$t,stat_missing]=$(rate stat-missing <<<"$out")
