@@ -51,6 +51,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -78,6 +79,13 @@ struct MountConfig {
   // The matrix container's receiver share for this mount (-o
   // container_share=F); 0: the superblock's (mkfs --container-share).
   double container_share = 0.0;
+  // The file layer for the database and the large-file store; nullptr means
+  // DefaultFileSystem(). The daemon passes a FaultInjectionFileSystem here
+  // when started with the test-only MXFS_FAULTS / MXFS_FAULTS_FILE.
+  FileSystem* fs = nullptr;
+  // Test only: runs for the root-only control command "faults reload" (re-arms
+  // the faults from MXFS_FAULTS_FILE). Empty: the command is refused (EINVAL).
+  std::function<Status()> faults_reload;
 };
 
 // Maps a Status to the errno a FUSE reply carries (the one place this happens).

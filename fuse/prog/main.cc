@@ -14,6 +14,18 @@
 // Without -f it daemonizes: the parent waits until the child has opened the
 // instance and mounted it, prints the child's error if it could not, and
 // exits 0 or 1 accordingly. SIGTERM, SIGINT and umount end the daemon cleanly.
+//
+// Test only — fault injection (RELIABILITY.md, "Fault injection"). When
+// MXFS_FAULTS or MXFS_FAULTS_FILE is set and not empty, the daemon wraps its
+// file layer (the database's files and the large-file objects, io_uring or
+// fallback alike) in an error-only FaultInjectionFileSystem armed with
+//   MXFS_FAULTS="OP:ERR[:after=N][:path=SUBSTR][:oneshot][:ms=N][;...]"
+// (OP open|read|write|sync|rename|remove|mkdir, ERR eio|enospc|delay; see
+// ssd/fault_injection_fs.h) plus the rules in the file MXFS_FAULTS_FILE
+// names. Writing "faults reload" to .matrixfs/control (root only) re-reads
+// that file and replaces all rules with MXFS_FAULTS's and the file's; without
+// either variable the command fails with EINVAL and the daemon uses the plain
+// file layer (nothing costs anything then).
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -33,6 +45,7 @@
 #include "base/logging.h"
 #include "base/unique_fd.h"
 #include "fuse/matrix_fs.h"
+#include "ssd/fault_injection_fs.h"
 
 namespace mxfs {
 namespace {
@@ -210,10 +223,47 @@ void Report(int fd, const std::string& msg) {
   (void)n;
 }
 
+// The test-only fault switch (see the file comment): the rules from
+// MXFS_FAULTS and the file MXFS_FAULTS_FILE names.
+Result<std::string> FaultRules() {
+  std::string rules;
+  if (const char* env = std::getenv("MXFS_FAULTS")) rules = env;
+  const char* file = std::getenv("MXFS_FAULTS_FILE");
+  if (file != nullptr && *file != '\0') {
+    std::ifstream in(file);
+    if (!in) return Err(Status::FromErrno(std::string("MXFS_FAULTS_FILE ") + file, errno ? errno : ENOENT));
+    std::string line;
+    while (std::getline(in, line)) rules += "\n" + line;
+  }
+  return rules;
+}
+
+Status ArmFaults(FaultInjectionFileSystem* fs) {
+  auto rules = FaultRules();
+  if (!rules) return rules.error();
+  MXFS_RETURN_IF_ERROR(fs->ArmFromSpec(*rules));
+  std::string armed = fs->DescribeFaults();
+  for (char& c : armed) c = c == '\n' ? ' ' : c;
+  MXFS_LOG_WARN("fault injection (test only) armed: %s", armed.empty() ? "no rules" : armed.c_str());
+  return Status::OK();
+}
+
 int Serve(const Args& a, int report_fd) {
   MountConfig cfg;
   cfg.read_only = a.read_only;
   cfg.debug = a.debug;
+  std::unique_ptr<FaultInjectionFileSystem> faults;
+  const char* fault_env = std::getenv("MXFS_FAULTS");
+  const char* fault_file = std::getenv("MXFS_FAULTS_FILE");
+  if ((fault_env != nullptr && *fault_env != '\0') || (fault_file != nullptr && *fault_file != '\0')) {
+    faults = std::make_unique<FaultInjectionFileSystem>(DefaultFileSystem(), /*track_unsynced=*/false);
+    if (Status s = ArmFaults(faults.get()); !s.ok()) {
+      Report(report_fd, "fault injection: " + s.ToString());
+      return 1;
+    }
+    cfg.fs = faults.get();
+    cfg.faults_reload = [f = faults.get()] { return ArmFaults(f); };
+  }
   cfg.mountpoint = Absolute(a.mountpoint);
   cfg.container_share = a.container_share;
   auto fs = MatrixFs::Open(a.datadir, cfg);
