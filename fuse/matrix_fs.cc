@@ -207,7 +207,7 @@ MatrixFs::MatrixFs(std::string datadir, Superblock sb, MountConfig cfg, std::uni
       sb_(std::move(sb)),
       cfg_(cfg),
       db_(std::move(db)),
-      fs_(cfg_.fs != nullptr ? cfg_.fs : DefaultFileSystem()) {}
+      fs_(DefaultFileSystem()) {}
 
 MatrixFs::~MatrixFs() { Close().IgnoreError(); }
 
@@ -318,7 +318,6 @@ Result<std::unique_ptr<MatrixFs>> MatrixFs::Open(const std::string& datadir, con
   opts.create_if_missing = false;
   opts.nvm_path = sb->pool_path;
   opts.nvm_size = sb->pool_size;
-  opts.fs = cfg.fs;
   // A version 1 instance's pool has its own UUID (kv/POOL-IDENTITY checks it).
   if (sb->PoolSharesUuid()) opts.nvm_uuid = sb->UuidString();
   // The mount option wins over the superblock, for this mount only.
@@ -1474,16 +1473,25 @@ void MatrixFs::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
       }
     }
   }
+  // Object reads go into a buffer that is not zero-filled first (up to
+  // 1 MiB per request): only a short read's tail is cleared.
+  std::unique_ptr<char[]> scratch;
+  const char* reply = data.data();
+  size_t reply_len = data.size();
   if (s.ok() && obj) {
-    data.assign(n, '\0');
+    scratch = std::make_unique_for_overwrite<char[]>(n);
     Slice result;
-    s = obj->Read(off, n, &result, data.data());
-    if (s.ok() && result.data() != data.data()) std::memmove(data.data(), result.data(), result.size());
-    if (s.ok() && result.size() < n) std::memset(data.data() + result.size(), 0, n - result.size());
+    s = obj->Read(off, n, &result, scratch.get());
+    if (s.ok()) {
+      if (result.data() != scratch.get()) std::memmove(scratch.get(), result.data(), result.size());
+      if (result.size() < n) std::memset(scratch.get() + result.size(), 0, n - result.size());
+      reply = scratch.get();
+      reply_len = n;
+    }
   }
   if (!s.ok()) return ReplyStatus(req, s);
-  bytes_read_.fetch_add(data.size(), std::memory_order_relaxed);
-  fuse_reply_buf(req, data.data(), data.size());
+  bytes_read_.fetch_add(reply_len, std::memory_order_relaxed);
+  fuse_reply_buf(req, reply, reply_len);
 }
 
 Status MatrixFs::DoWrite(uint64_t ino, const char* buf, size_t size, uint64_t off) {
@@ -2093,18 +2101,6 @@ std::string MatrixFs::VirtualContent(uint64_t ino) {
     std::snprintf(line, sizeof(line), "orphans_reclaimed_at_mount %" PRIu64 " objects_collected_at_mount %" PRIu64 "\n",
                   orphans_reclaimed_, objects_collected_);
     out += line;
-    // After a background I/O error the engine refuses writes: say so plainly
-    // (the kvcore section above carries the same error as background.error).
-    const std::string kBgKey = "\nbackground.error ";
-    const size_t bg = out.find(kBgKey);
-    std::string bg_error = "none";
-    if (bg != std::string::npos) {
-      const size_t start = bg + kBgKey.size();
-      bg_error = out.substr(start, out.find('\n', start) - start);
-    }
-    out += std::string("state: ") +
-           (bg_error != "none" ? "read-only" : cfg_.read_only ? "read-only (mounted ro)" : "read-write") + "\n";
-    out += "background_error: " + bg_error + "\n";
     out += "ops";
     for (int k = 0; k < kNumOps; ++k) {
       std::snprintf(line, sizeof(line), " %s=%" PRIu64, kOpNames[k], op_counts_[k].load());
@@ -2128,11 +2124,6 @@ Status MatrixFs::ControlCommand(fuse_req_t req, const Slice& cmd) {
   while (!c.empty() && (c.front() == ' ' || c.front() == '\t')) c.erase(c.begin());
   if (c == "flush") return db_->Flush();
   if (c == "compact") return db_->CompactRange(nullptr, nullptr);
-  if (c == "faults reload") {
-    // Test only: the daemon was started with MXFS_FAULTS or MXFS_FAULTS_FILE.
-    if (!cfg_.faults_reload) return Errno(EINVAL, "fault injection is not enabled in this daemon");
-    return cfg_.faults_reload();
-  }
   return Errno(EINVAL, "unknown control command");
 }
 
