@@ -207,7 +207,7 @@ MatrixFs::MatrixFs(std::string datadir, Superblock sb, MountConfig cfg, std::uni
       sb_(std::move(sb)),
       cfg_(cfg),
       db_(std::move(db)),
-      fs_(DefaultFileSystem()) {}
+      fs_(cfg_.fs != nullptr ? cfg_.fs : DefaultFileSystem()) {}
 
 MatrixFs::~MatrixFs() { Close().IgnoreError(); }
 
@@ -318,6 +318,7 @@ Result<std::unique_ptr<MatrixFs>> MatrixFs::Open(const std::string& datadir, con
   opts.create_if_missing = false;
   opts.nvm_path = sb->pool_path;
   opts.nvm_size = sb->pool_size;
+  opts.fs = cfg.fs;
   // A version 1 instance's pool has its own UUID (kv/POOL-IDENTITY checks it).
   if (sb->PoolSharesUuid()) opts.nvm_uuid = sb->UuidString();
   // The mount option wins over the superblock, for this mount only.
@@ -2101,6 +2102,18 @@ std::string MatrixFs::VirtualContent(uint64_t ino) {
     std::snprintf(line, sizeof(line), "orphans_reclaimed_at_mount %" PRIu64 " objects_collected_at_mount %" PRIu64 "\n",
                   orphans_reclaimed_, objects_collected_);
     out += line;
+    // After a background I/O error the engine refuses writes: say so plainly
+    // (the kvcore section above carries the same error as background.error).
+    const std::string kBgKey = "\nbackground.error ";
+    const size_t bg = out.find(kBgKey);
+    std::string bg_error = "none";
+    if (bg != std::string::npos) {
+      const size_t start = bg + kBgKey.size();
+      bg_error = out.substr(start, out.find('\n', start) - start);
+    }
+    out += std::string("state: ") +
+           (bg_error != "none" ? "read-only" : cfg_.read_only ? "read-only (mounted ro)" : "read-write") + "\n";
+    out += "background_error: " + bg_error + "\n";
     out += "ops";
     for (int k = 0; k < kNumOps; ++k) {
       std::snprintf(line, sizeof(line), " %s=%" PRIu64, kOpNames[k], op_counts_[k].load());
@@ -2124,6 +2137,11 @@ Status MatrixFs::ControlCommand(fuse_req_t req, const Slice& cmd) {
   while (!c.empty() && (c.front() == ' ' || c.front() == '\t')) c.erase(c.begin());
   if (c == "flush") return db_->Flush();
   if (c == "compact") return db_->CompactRange(nullptr, nullptr);
+  if (c == "faults reload") {
+    // Test only: the daemon was started with MXFS_FAULTS or MXFS_FAULTS_FILE.
+    if (!cfg_.faults_reload) return Errno(EINVAL, "fault injection is not enabled in this daemon");
+    return cfg_.faults_reload();
+  }
   return Errno(EINVAL, "unknown control command");
 }
 
