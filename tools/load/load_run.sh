@@ -17,12 +17,17 @@
 #    read of the sequential file), and mxfs-meta-storm (PROCS processes on a
 #    bounded set of names: create/stat/rename/unlink/link/symlink/mkdir/
 #    readdir/xattrs in shared directories).
-# 3. Every SAMPLE seconds writes the daemon's VmRSS, VmHWM, RssAnon, thread
-#    count and open fds (/proc/PID/fd) to OUT/samples.csv.
+# 3. Every SAMPLE seconds writes the daemon's VmRSS, VmHWM, RssAnon,
+#    RssFile, RssShmem, thread count and open fds (/proc/PID/fd) to
+#    OUT/samples.csv. RssShmem is the touched part of the /dev/shm pool
+#    mapping: it grows as the PM WAL and L0 fill the pool, bounded by the
+#    pool size, so it is judged apart from the daemon's private memory
+#    (RssAnon + RssFile: heap, block cache, memtables, mapped files).
 # 4. After the load: removes the workload's files, waits two samples, and
 #    takes the end sample.
-# 5. Verdict: memory (VmRSS) of the last third of the load samples averages
-#    within 10% + 16 MiB of the middle third (the first third is warm-up);
+# 5. Verdict: private memory of the last third of the load samples averages
+#    within 10% + 16 MiB of the middle third (the first third is warm-up),
+#    and RssShmem never exceeds the pool size;
 #    threads at the end are at most the load's maximum; open fds at the end
 #    are within 16 of the baseline after mount (the engine's table cache may
 #    keep a few more SSTables open); fio and the storm report no error.
@@ -85,7 +90,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$bin/matrixfs" "$data" "$mnt" -f -o "format,pool=$pool,pool_size=512M" >"$out/daemon.log" 2>&1 &
+pool_mib=512
+"$bin/matrixfs" "$data" "$mnt" -f -o "format,pool=$pool,pool_size=${pool_mib}M" >"$out/daemon.log" 2>&1 &
 daemon=$!
 for _ in $(seq 1 300); do
   [ "$(stat -f -c %T "$mnt" 2>/dev/null)" = fuseblk ] && break
@@ -98,13 +104,14 @@ done
 # field NAME from /proc/PID/status, in kB (or a count for Threads)
 status_field() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$daemon/status" 2>/dev/null; }
 take_sample() {  # phase
-  local rss hwm anon thr fds
+  local rss hwm anon file shm thr fds
   rss=$(status_field VmRSS) hwm=$(status_field VmHWM) anon=$(status_field RssAnon) thr=$(status_field Threads)
+  file=$(status_field RssFile) shm=$(status_field RssShmem)
   fds=$(ls "/proc/$daemon/fd" 2>/dev/null | wc -l)
-  echo "$(( $(date +%s) - start )),$1,$rss,$hwm,$anon,$thr,$fds" >>"$csv"
+  echo "$(( $(date +%s) - start )),$1,$rss,$hwm,$anon,$file,$shm,$thr,$fds" >>"$csv"
 }
 start=$(date +%s)
-echo "elapsed_s,phase,vmrss_kb,vmhwm_kb,rssanon_kb,threads,fds" >"$csv"
+echo "elapsed_s,phase,vmrss_kb,vmhwm_kb,rssanon_kb,rssfile_kb,rssshmem_kb,threads,fds" >"$csv"
 sleep 1
 take_sample baseline
 (
@@ -152,25 +159,28 @@ take_sample end
 
 # ---- verdict
 summary=$(awk -F, -v out="$out/table.txt" '
+  # columns: 1 elapsed 2 phase 3 VmRSS 4 VmHWM 5 RssAnon 6 RssFile 7 RssShmem 8 threads 9 fds
   NR == 1 { next }
-  $2 == "baseline" { b_rss = $3; b_thr = $6; b_fds = $7; next }
-  $2 == "end" { e_rss = $3; e_hwm = $4; e_anon = $5; e_thr = $6; e_fds = $7; next }
-  { n++; rss[n] = $3; hwm = $4; anon[n] = $5; thr[n] = $6; fds[n] = $7
-    if ($3 > max_rss) max_rss = $3; if ($6 > max_thr) max_thr = $6; if ($7 > max_fds) max_fds = $7
-    if ($5 > max_anon) max_anon = $5 }
+  $2 == "baseline" { b_rss = $3; b_priv = $5 + $6; b_shm = $7; b_thr = $8; b_fds = $9; next }
+  $2 == "end" { e_rss = $3; e_hwm = $4; e_priv = $5 + $6; e_shm = $7; e_thr = $8; e_fds = $9; next }
+  { n++; rss[n] = $3; priv[n] = $5 + $6; shm[n] = $7
+    if ($3 > max_rss) max_rss = $3; if ($5 + $6 > max_priv) max_priv = $5 + $6; if ($7 > max_shm) max_shm = $7
+    if ($8 > max_thr) max_thr = $8; if ($9 > max_fds) max_fds = $9 }
   END {
     if (n < 3) { print "samples=" n; exit }
     a = int(n / 3); bnd = int(2 * n / 3)
-    for (i = a + 1; i <= bnd; i++) { mid += rss[i]; mida += anon[i]; mc++ }
-    for (i = bnd + 1; i <= n; i++) { last += rss[i]; lasta += anon[i]; lc++ }
-    mid /= mc; last /= lc; mida /= mc; lasta /= lc
-    printf "%-22s %10s %10s %10s %10s %10s\n", "", "baseline", "mid-avg", "last-avg", "max", "end" > out
-    printf "%-22s %10d %10d %10d %10d %10d\n", "VmRSS kB", b_rss, mid, last, max_rss, e_rss > out
-    printf "%-22s %10s %10d %10d %10d %10d\n", "RssAnon kB", "-", mida, lasta, max_anon, e_anon > out
-    printf "%-22s %10d %10s %10s %10d %10d\n", "threads", b_thr, "-", "-", max_thr, e_thr > out
-    printf "%-22s %10d %10s %10s %10d %10d\n", "open fds", b_fds, "-", "-", max_fds, e_fds > out
-    printf "%-22s %10s %10s %10s %10s %10d\n", "VmHWM kB", "-", "-", "-", "-", e_hwm > out
-    printf "samples=%d mid=%d last=%d bfds=%d efds=%d maxthr=%d ethr=%d\n", n, mid, last, b_fds, e_fds, max_thr, e_thr
+    for (i = a + 1; i <= bnd; i++) { mid += priv[i]; midr += rss[i]; mids += shm[i]; mc++ }
+    for (i = bnd + 1; i <= n; i++) { last += priv[i]; lastr += rss[i]; lasts += shm[i]; lc++ }
+    mid /= mc; last /= lc; midr /= mc; lastr /= lc; mids /= mc; lasts /= lc
+    f = "%-34s %10s %10s %10s %10s %10s\n"; g = "%-34s %10s %10d %10d %10d %10d\n"
+    printf f, "", "baseline", "mid-avg", "last-avg", "max", "end" > out
+    printf f, "private kB (RssAnon+RssFile)", b_priv, int(mid), int(last), max_priv, e_priv > out
+    printf f, "pool pages kB (RssShmem)", b_shm, int(mids), int(lasts), max_shm, e_shm > out
+    printf f, "VmRSS kB", b_rss, int(midr), int(lastr), max_rss, e_rss > out
+    printf f, "threads", b_thr, "-", "-", max_thr, e_thr > out
+    printf f, "open fds", b_fds, "-", "-", max_fds, e_fds > out
+    printf f, "VmHWM kB", "-", "-", "-", "-", e_hwm > out
+    printf "samples=%d mid=%d last=%d maxshm=%d bfds=%d efds=%d maxthr=%d ethr=%d\n", n, mid, last, max_shm, b_fds, e_fds, max_thr, e_thr
   }' "$csv")
 echo "load run: $duration s, $rounds fio rounds, $procs storm processes, samples every $sample s ($csv)"
 cat "$out/table.txt" 2>/dev/null
@@ -179,7 +189,10 @@ if [ "${samples:-0}" -lt 3 ]; then
   fail "only ${samples:-0} samples under load (DURATION $duration, SAMPLE $sample)"
 else
   if [ "$last" -gt $(( mid + mid / 10 + 16 * 1024 )) ]; then
-    fail "memory grows: last-third VmRSS average $last kB > middle-third $mid kB + 10% + 16 MiB"
+    fail "memory grows: last-third private memory average $last kB > middle-third $mid kB + 10% + 16 MiB"
+  fi
+  if [ "$maxshm" -gt $(( pool_mib * 1024 + 1024 )) ]; then
+    fail "shared memory beyond the pool: RssShmem $maxshm kB, pool $pool_mib MiB"
   fi
   if [ "$efds" -gt $(( bfds + 16 )) ]; then
     fail "open fds do not return: $efds after the load, $bfds at the start"
