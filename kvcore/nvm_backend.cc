@@ -252,8 +252,9 @@ class ContainerLevel0 final : public Level0 {
 
   Status Get(const Version& v, const ReadOptions&, const LookupKey& key, std::string* value, bool* found,
              bool* deleted) override {
-    auto cv = std::static_pointer_cast<const ContainerVersion>(v.level0_pin());
-    if (!cv) return Status::OK();
+    // v keeps its container version alive: no reference taken per lookup.
+    const auto* cv = static_cast<const ContainerVersion*>(v.level0_pin().get());
+    if (cv == nullptr) return Status::OK();
     const Comparator* ucmp = ctx_->icmp.user_comparator();
     const Slice user = key.user_key();
     Status s;

@@ -440,6 +440,12 @@ uint64_t MatrixContainer::MaxRowSequence() const {
 Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence) {
   std::lock_guard<std::mutex> fl(flush_mu_);
   RowTableBuilder builder(options_.comparator);
+  builder.UseBuffer(std::move(scratch_entries_));
+  struct GiveBack {  // the buffers go back to the container however AddRow ends
+    MatrixContainer* c;
+    RowTableBuilder* b;
+    ~GiveBack() { c->scratch_entries_ = b->ReleaseBuffer(); }
+  } give_back{this, &builder};
   std::string last;
   uint64_t max_entry = 0;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -523,10 +529,10 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence) {
     return busy(Status::Busy("matrix container: free pages too scattered for a row of " + std::to_string(min_pages) +
                              " pages; wait for column compaction"));
   }
-  auto img = builder.Finish(id, prev, prev_start, max_sequence, runs);
-  if (!img) {
+  std::string* img = &scratch_image_;
+  if (Status fs = builder.FinishInto(img, id, prev, prev_start, max_sequence, runs); !fs.ok()) {
     release_runs();
-    return Err(img.error());
+    return Err(std::move(fs));
   }
   const uint32_t npages = static_cast<uint32_t>(img->size() / kPoolPageSize);
   const uint32_t header_page = runs.front().first;

@@ -240,6 +240,10 @@ class MatrixContainer {
   std::shared_ptr<PageAllocator> allocator_;
 
   std::mutex flush_mu_;    // serialises AddRow
+  // AddRow's DRAM buffers (flush_mu_), kept between rows so that building a
+  // row takes no page faults: the entries' bytes and the row image.
+  std::string scratch_entries_;
+  std::string scratch_image_;
   std::mutex compact_mu_;  // serialises MarkColumnCompacted
   mutable std::mutex mu_;  // guards everything below
   std::shared_ptr<ContainerVersion> current_;

@@ -225,25 +225,35 @@ uint32_t RowTableBuilder::PagesFor(const std::vector<uint32_t>& extent_pages) co
 
 Result<std::string> RowTableBuilder::Finish(uint64_t row_id, const RowTable* prev, uint32_t prev_start,
                                             uint64_t max_sequence, std::vector<PageRun> extents) const {
-  if (entries_.empty()) return Err(Status::InvalidArgument("RowTable with no entries"));
+  std::string img;
+  Status s = FinishInto(&img, row_id, prev, prev_start, max_sequence, std::move(extents));
+  if (!s.ok()) return Err(std::move(s));
+  return img;
+}
+
+Status RowTableBuilder::FinishInto(std::string* out, uint64_t row_id, const RowTable* prev, uint32_t prev_start,
+                                   uint64_t max_sequence, std::vector<PageRun> extents) const {
+  if (entries_.empty()) return Status::InvalidArgument("RowTable with no entries");
   std::vector<uint32_t> sizes;
   for (auto& r : extents) sizes.push_back(r.second);
   std::vector<uint64_t> offs;
   const uint64_t end = Place(sizes, &offs);
   const uint64_t total = PageAlign(end);
   if (total > (uint64_t{1} << 32) - kRowPageSize) {
-    return Err(Status::InvalidArgument("RowTable of " + std::to_string(total) + " bytes exceeds the 4 GiB row limit"));
+    return Status::InvalidArgument("RowTable of " + std::to_string(total) + " bytes exceeds the 4 GiB row limit");
   }
   if (extents.empty()) extents.emplace_back(0, static_cast<uint32_t>(total / kRowPageSize));
   uint64_t given = 0;
   for (auto& r : extents) given += r.second;
   if (given * kRowPageSize != total || extents.size() > kRowMaxExtents) {
-    return Err(Status::InvalidArgument("RowTable needs " + std::to_string(total / kRowPageSize) + " pages, its " +
-                                       std::to_string(extents.size()) + " extents hold " + std::to_string(given)));
+    return Status::InvalidArgument("RowTable needs " + std::to_string(total / kRowPageSize) + " pages, its " +
+                                   std::to_string(extents.size()) + " extents hold " + std::to_string(given));
   }
   const uint64_t meta_bytes = entries_.size() * kRowMetaEntrySize;
   const uint64_t data_off = PageAlign(kMetaOffset + meta_bytes);
-  std::string img(total, '\0');
+  std::string& img = *out;
+  img.clear();
+  img.resize(total, '\0');  // gaps between entries and extents read as zeros
   char* p = img.data();
   char* meta = p + kMetaOffset;
   const uint32_t pn = prev ? prev->num_entries() : 0;
@@ -281,7 +291,7 @@ Result<std::string> RowTableBuilder::Finish(uint64_t row_id, const RowTable* pre
     EncodeFixed32(p + kExtentTable + 8 * e + 4, extents[e].second);
   }
   EncodeFixed32(p + 124, HeaderChecksum(p, k));
-  return img;
+  return Status::OK();
 }
 
 }  // namespace mxfs

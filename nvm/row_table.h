@@ -202,6 +202,17 @@ class RowTableBuilder {
   // extents, or has no entries.
   Result<std::string> Finish(uint64_t row_id, const RowTable* prev, uint32_t prev_start = 0,
                              uint64_t max_sequence = 0, std::vector<PageRun> extents = {}) const;
+  // As Finish, into *img (its capacity is reused: a flusher that keeps one
+  // image buffer takes no page faults for it after the first row).
+  [[nodiscard]] Status FinishInto(std::string* img, uint64_t row_id, const RowTable* prev, uint32_t prev_start = 0,
+                                  uint64_t max_sequence = 0, std::vector<PageRun> extents = {}) const;
+  // Reuse the capacity of buffer for the entries' bytes (its contents are
+  // dropped); Release hands it back after Finish.
+  void UseBuffer(std::string buffer) {
+    data_ = std::move(buffer);
+    data_.clear();
+  }
+  std::string ReleaseBuffer() { return std::move(data_); }
 
  private:
   struct Entry {
