@@ -292,7 +292,7 @@ GP
   echo "(c) moves only RocksDB's WAL (--wal_dir): db_bench $("$db_bench" --version 2>/dev/null | awk '{print $NF}') cannot place L0 apart."
   echo "ran $started .. $finished; repository at $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown);"
   echo "load average (1, 5, 15 min) before: $load_before, after: $load_after, on $(nproc) CPUs."
-  grep -h '^NVM split:' "$kf" || true
+  grep -h -m1 "^NVM split:" "$kf" || true
   echo
   printf '| %s | %s | %s | %s |\n' metric "MatrixKV (pool)" "RocksDB (disk)" "RocksDB (WAL on $shm)"
   echo "|---|---:|---:|---:|"
