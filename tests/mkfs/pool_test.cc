@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/coding.h"
+#include "fuse/matrix_fs.h"
 #include "fuse/schema.h"
 #include "fuse/superblock.h"
 #include "kvcore/include/db.h"
@@ -118,6 +119,64 @@ TEST_CASE("fsck: a pool-backed instance checks clean, and a pool of another data
   CHECK(rc2 == 4);
   CHECK(out2.find("POOL-IDENTITY") != std::string::npos);
 
+  mxfs_test::RemoveTree(root);
+  mxfs_test::RemoveTree(pooldir);
+}
+
+TEST_CASE("fsck: a version 1 instance, whose pool keeps its own UUID, checks clean and still mounts") {
+  char tmpl[] = "/tmp/mxfs-fsck-v1-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string root = tmpl;
+  const std::string datadir = root + "/data";
+  char ptmpl[] = "/dev/shm/mxfs-fsck-v1-XXXXXX";
+  REQUIRE(mkdtemp(ptmpl) != nullptr);
+  const std::string pooldir = ptmpl;
+  const std::string pool = pooldir + "/pool";
+  mxfs::Superblock sb = mxfs::Superblock::New();
+  sb.version = 1;  // before the UUID rule: the engine picked the pool's UUID
+  sb.pool_path = pool;
+  sb.pool_size = 32ull << 20;
+  {
+    // What a version 1 mkfs wrote: Format without Options.nvm_uuid.
+    REQUIRE(mkdir(datadir.c_str(), 0700) == 0);
+    REQUIRE(mkdir(mxfs::DataPath(datadir).c_str(), 0700) == 0);
+    mxfs::Options o;
+    o.nvm_path = pool;
+    o.nvm_size = sb.pool_size;
+    auto db = mxfs::DB::Open(o, mxfs::KvPath(datadir));
+    REQUIRE(db.has_value());
+    mxfs::InodeAttr a;
+    a.mode = S_IFDIR | 0755;
+    a.nlink = 2;
+    a.parent = mxfs::kRootIno;
+    mxfs::WriteBatch b;
+    b.Put(mxfs::InodeKey(mxfs::kRootIno), mxfs::EncodeInodeAttr(a));
+    std::string v;
+    mxfs::PutFixed64(&v, mxfs::kFirstIno);
+    b.Put(mxfs::SystemKey("next_ino"), v);
+    mxfs::WriteOptions wo;
+    wo.sync = true;
+    REQUIRE((*db)->Write(wo, &b).ok());
+    REQUIRE((*db)->Close().ok());
+  }
+  REQUIRE(mxfs::WriteSuperblock(datadir, sb).ok());
+  auto read = mxfs::ReadSuperblock(datadir);
+  REQUIRE(read.has_value());
+  CHECK(read->version == 1);
+  CHECK(read->container_share == mxfs::kDefaultContainerShare);
+
+  auto [rc, out] = Fsck("-n -v '" + datadir + "'");
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK(out.find("version 1 instance, the pool keeps its own UUID") != std::string::npos);
+  {
+    // The filesystem opens it as a mount does (POOL-IDENTITY vouches for the pool).
+    auto fs = mxfs::MatrixFs::Open(datadir, mxfs::MountConfig{});
+    if (!fs) FAIL(fs.error().ToString());
+    CHECK((*fs)->superblock().version == 1);
+    REQUIRE((*fs)->Close().ok());
+  }
+  CHECK(Fsck("-n '" + datadir + "'").first == 0);
   mxfs_test::RemoveTree(root);
   mxfs_test::RemoveTree(pooldir);
 }
