@@ -134,8 +134,8 @@ fio_failed=0
 while [ "$(date +%s)" -lt "$deadline" ]; do
   rounds=$((rounds + 1))
   if ! fio --output="$out/fio-last.log" --directory="$mnt/fio" --ioengine=psync --group_reporting \
-      --name=seq --rw=write --bs=1M --size="$fio_size" --filename=seq.dat --verify=crc32c --end_fsync=1 \
-      --name=rand --rw=randwrite --bs=4k --size=16M --filename=rand.dat --verify=crc32c --fsync=64 \
+      --name=seq --rw=write --bs=1M --size="$fio_size" --filename=seq.dat --verify=crc32c --end_fsync=1 --verify_state_save=0 \
+      --name=rand --rw=randwrite --bs=4k --size=16M --filename=rand.dat --verify=crc32c --fsync=64 --verify_state_save=0 \
       --name=rread --rw=randread --bs=64k --size="$fio_size" --filename=seq.dat --time_based --runtime=3 \
       >/dev/null 2>"$out/fio-last.err"; then
     fio_failed=1
