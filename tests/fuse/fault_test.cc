@@ -209,16 +209,19 @@ TEST_CASE("Faults: ENOSPC on the SSD write-ahead log fails that operation with E
   CHECK(mkdir(f.P("later").c_str(), 0755) == 0);
 }
 
-TEST_CASE("Faults: EIO in background flush or compaction makes the engine read-only, said in the log and stats",
+TEST_CASE("Faults: EIO or ENOSPC in background flush or compaction makes the engine read-only, said in log and stats",
           "[fuse][faults]") {
   struct Case {
     const char* name;
     bool pool;
     const char* where;  // RecordBackgroundError's operation
+    const char* err;    // the injected errno's name in the rule
   };
-  const Case c = GENERATE(Case{"flush to L0 tables", false, "flush"},
-                          Case{"leveled compaction", false, "compaction"},
-                          Case{"column compaction", true, "column compaction"});
+  const Case c = GENERATE(Case{"EIO in the flush to L0 tables", false, "flush", "eio"},
+                          Case{"ENOSPC in the flush to L0 tables", false, "flush", "enospc"},
+                          Case{"EIO in a leveled compaction", false, "compaction", "eio"},
+                          Case{"EIO in a column compaction", true, "column compaction", "eio"});
+  const bool nospace = std::string(c.err) == "enospc";
   INFO(c.name);
   PoolPath pool;
   FaultMount f(c.pool ? "pool=" + pool.path + ",pool_size=16M" : "");
@@ -234,7 +237,7 @@ TEST_CASE("Faults: EIO in background flush or compaction makes the engine read-o
     REQUIRE(setxattr(f.P("f1").c_str(), "user.k", "v", 1, 0) == 0);
     REQUIRE(f.Control("flush") == 0);
   }
-  REQUIRE(f.Arm("write:eio:path=.sst") == 0);
+  REQUIRE(f.Arm(std::string("write:") + c.err + ":path=.sst") == 0);
   // flush makes a table from the memtable; compact also compacts every level.
   const int err = f.Control(std::string(c.where) == "flush" ? "flush" : "compact");
   CHECK(err == EROFS);
@@ -242,9 +245,9 @@ TEST_CASE("Faults: EIO in background flush or compaction makes the engine read-o
   const std::string stats = f.Stats();
   INFO(stats);
   CHECK(stats.find("state: read-only") != std::string::npos);
-  CHECK(stats.find(std::string("background_error: ") + c.where + ": IOError: ") !=
+  CHECK(stats.find(std::string("background_error: ") + c.where + (nospace ? ": NoSpace: " : ": IOError: ")) !=
         std::string::npos);
-  CHECK(stats.find(".sst: Input/output error") != std::string::npos);
+  CHECK(stats.find(nospace ? ".sst: No space left on device" : ".sst: Input/output error") != std::string::npos);
   // One clear line in the log, naming the operation and the file.
   const std::string log = f.m().Log();
   const size_t at = log.find("is now read-only: " + std::string(c.where) + " error: ");
