@@ -610,6 +610,21 @@ WriteBatch* DBImpl::BuildBatchGroup(Writer** last_writer, bool* sync) {
   return result;
 }
 
+uint64_t DBImpl::PacingDelayMicros() const {
+  // Flushes shorter than this never leave a visible gap: no pacing.
+  constexpr double kMinPacedFlushMicros = 20000;
+  constexpr double kMaxDelayMicros = 10000;
+  if (!nvm_ || imms_.empty() || flush_est_us_ < kMinPacedFlushMicros) return 0;
+  const double wbs = static_cast<double>(ctx_.options.write_buffer_size);
+  const double used = static_cast<double>(mem_->ApproximateMemoryUsage());
+  if (used >= wbs) return 0;  // full: the memtable-full wait takes over
+  // The active memtable should become full when the pending flush ends.
+  const double elapsed = static_cast<double>(NowMicros() - last_switch_us_);
+  const double allowed = wbs * std::min(1.0, elapsed / flush_est_us_);
+  if (used <= allowed) return 0;
+  return static_cast<uint64_t>(std::min(kMaxDelayMicros, (used - allowed) / wbs * flush_est_us_));
+}
+
 Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
   bool allow_delay = !force;
   const int slowdown = ctx_.options.level0_slowdown_writes_trigger;
@@ -626,6 +641,17 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       l.lock();
       stall_slowdown_us_ += NowMicros() - start;
+      allow_delay = false;
+    } else if (const uint64_t pace = allow_delay && !force ? PacingDelayMicros() : 0; pace > 0) {
+      // With a pool, a flush (and the container room it may wait for) sets
+      // the sustainable rate: a writer ahead of it waits a little now, once
+      // per write, instead of filling the memtable at once and then waiting
+      // for the whole flush (which leaves whole seconds without a write).
+      const uint64_t start = NowMicros();
+      l.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(pace));
+      l.lock();
+      stall_pacing_us_ += NowMicros() - start;
       allow_delay = false;
     } else if (!force && mem_->ApproximateMemoryUsage() <= ctx_.options.write_buffer_size &&
                !(nvm_ && !mem_->Empty() &&
@@ -664,6 +690,7 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       log_ = std::move(log);
       log_number_ = number;
       imms_.push_back(std::move(mem_));
+      last_switch_us_ = NowMicros();
       mem_ = std::make_shared<MemTable>(ctx_.icmp);
       mem_->set_log_number(number);
       force = false;
@@ -803,6 +830,12 @@ Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
                               : "flushing memtable to table #" + std::to_string(number));
   }
   MXFS_KILL_POINT("kvcore.flush.after_manifest");
+  if (nvm_) {
+    // What one flush takes, from its start to its row in the container
+    // (waits for room included): the pace for writers (PacingDelayMicros).
+    const double d = static_cast<double>(NowMicros() - start);
+    flush_est_us_ = flush_est_us_ == 0 ? d : 0.7 * flush_est_us_ + 0.3 * d;
+  }
   imms_.pop_front();
   stat_flushes_++;
   stat_flush_bytes_ += r.bytes_written;
@@ -1466,7 +1499,9 @@ std::string DBImpl::StatsString() const {
   r += "stall.micros.l0-stop " + Num(stall_stop_us_) + "\n";
   r += "stall.micros.memtable-full " + Num(stall_memtable_us_) + "\n";
   r += "stall.micros.container-full " + Num(stall_container_us_) + "\n";
-  r += "stall.micros.total " + Num(stall_slowdown_us_ + stall_stop_us_ + stall_memtable_us_ + stall_container_us_) +
+  r += "stall.micros.write-pacing " + Num(stall_pacing_us_) + "\n";
+  r += "stall.micros.total " + Num(stall_slowdown_us_ + stall_stop_us_ + stall_memtable_us_ + stall_container_us_ +
+                                  stall_pacing_us_) +
        "\n";
   r += "nvm.flush.bytes.written " + Num(stat_nvm_flush_bytes_) + "\n";
   r += "column.compactions " + Num(stat_columns_) + "\n";
@@ -1513,7 +1548,7 @@ bool DBImpl::GetProperty(std::string_view name, std::string* value) {
   } else if (p == "write-amp") {
     *value = Num(stat_user_bytes_ ? static_cast<double>(ssd) / static_cast<double>(stat_user_bytes_) : 0.0);
   } else if (p == "stall-micros") {
-    *value = Num(stall_slowdown_us_ + stall_stop_us_ + stall_memtable_us_ + stall_container_us_);
+    *value = Num(stall_slowdown_us_ + stall_stop_us_ + stall_memtable_us_ + stall_container_us_ + stall_pacing_us_);
   } else if (p == "bytes-written-ssd") {
     *value = Num(ssd);
   } else if (p == "user-bytes-written") {

@@ -82,6 +82,8 @@ class DBImpl final : public DB {
   Status NewLog(std::unique_lock<std::mutex>* l, uint64_t* number, std::unique_ptr<WalWriter>* log);
   Status WriteImpl(const WriteOptions& options, WriteBatch* batch);  // batch nullptr: force a memtable switch
   Status MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force);
+  // With a pool: how long a writer ahead of the pending flush waits (mu_).
+  uint64_t PacingDelayMicros() const;
   WriteBatch* BuildBatchGroup(Writer** last_writer, bool* sync);
   Status WritableStatus() const;  // OK or why writes are refused (mu_ held)
   void RecordBackgroundError(const Status& s, const char* where);
@@ -162,6 +164,11 @@ class DBImpl final : public DB {
   uint64_t stat_compaction_bytes_read_ = 0, stat_compaction_bytes_written_ = 0, stat_compactions_ = 0,
            stat_trivial_moves_ = 0;
   uint64_t stall_slowdown_us_ = 0, stall_stop_us_ = 0, stall_memtable_us_ = 0, stall_container_us_ = 0;
+  uint64_t stall_pacing_us_ = 0;
+  // Write pacing with a pool (mu_): when the last memtable was switched, and
+  // a moving average of how long a flush takes.
+  uint64_t last_switch_us_ = 0;
+  double flush_est_us_ = 0;
   uint64_t stat_nvm_flush_bytes_ = 0, stat_columns_ = 0, stat_column_bytes_in_ = 0;
   uint64_t stat_column_parallel_ = 0;  // columns merged as parallel sub-ranges
   std::deque<CompactionRecord> recent_;
