@@ -338,3 +338,32 @@ TEST_CASE("Faults: writers stalled on a full container get EROFS when column com
   f.RemountClean();
   for (int i = 0; i < written.load(); i += 13) CHECK(ReadAll(f.P("f" + std::to_string(i))) == Pattern(30000, 'c'));
 }
+
+TEST_CASE("Faults: MXFS_FAULTS arms rules from the start; a rule that does not parse stops the daemon",
+          "[fuse][faults]") {
+  std::unique_ptr<MountFixture> m;
+  {
+    // The fixture's data directory is <tmp>/data, so objects are in <tmp>/data/data/.
+    ScopedEnv env("MXFS_FAULTS", "write:enospc:path=/data/data/");
+    m = std::make_unique<MountFixture>();
+  }
+  CHECK(m->Log().find("armed: write:enospc:after=0:path=/data/data/") != std::string::npos);
+  CHECK(WriteSyncClose(m->P("big"), Pattern(200000, 'b'), 0) == ENOSPC);
+  CHECK(WriteSyncClose(m->P("small"), "inline data", 0) == 0);
+  m->Stop();
+  const std::string out = m->root() + "/bad.out";
+  const std::string cmd = "MXFS_FAULTS='write:ebadf' timeout 20 " + BinDir() + "/matrixfs " + m->datadir() + " " +
+                          m->mnt() + " -f >" + out + " 2>&1";
+  const int rc = system(cmd.c_str());
+  INFO(ReadAll(out));
+  if (m->Mounted()) umount2(m->mnt().c_str(), MNT_DETACH);
+  REQUIRE(WIFEXITED(rc));
+  CHECK(WEXITSTATUS(rc) == 1);
+  CHECK(ReadAll(out).find("fault injection: InvalidArgument: fault rule \"write:ebadf\": unknown error") !=
+        std::string::npos);
+  m->Start();  // without the variable: no wrapper
+  const std::string log = m->Log();
+  CHECK(log.find("armed:") == log.rfind("armed:"));  // only the first mount armed anything
+  CHECK(ReadAll(m->P("small")) == "inline data");
+  CHECK(WriteSyncClose(m->P("big"), Pattern(200000, 'b'), 0) == 0);
+}
