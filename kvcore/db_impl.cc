@@ -711,6 +711,7 @@ void DBImpl::RecordBackgroundError(const Status& s, const char* where) {
   if (!bg_error_.ok()) return;
   bg_error_ = s;
   bg_error_where_ = where;
+  if (nvm_) nvm_->failed = true;  // a flush waiting for room in the container stops waiting
   MXFS_LOG_ERROR("database %s is now read-only: %s error: %s", ctx_.dbname.c_str(), where, s.ToString().c_str());
   bg_cv_.notify_all();
 }

@@ -235,6 +235,9 @@ class ContainerLevel0 final : public Level0 {
       while (true) {
         if (nvm_->wake_compactor) nvm_->wake_compactor();
         if (nvm_->stopping.load()) return row.error();
+        if (nvm_->failed.load()) {
+          return row.error().WithContext("no column compaction after a background error will make room");
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         const uint64_t free_now = mc->allocator().free_pages();
         if (mc->ColumnsCompacted() != columns || (free_now > free_then && free_now >= want_pages)) break;

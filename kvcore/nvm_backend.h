@@ -79,6 +79,9 @@ class NvmBackend {
   std::atomic<uint64_t> container_full_episodes{0};
   // Set by Close: a flush waiting for room gives up.
   std::atomic<bool> stopping{false};
+  // Set with the DB's (sticky) background error: no column compaction will
+  // make room any more, so a flush waiting for it gives up too.
+  std::atomic<bool> failed{false};
   // Called (without the DB mutex) when a flush finds the container full.
   std::function<void()> wake_compactor;
 
