@@ -178,7 +178,7 @@ std::vector<Step> Script() {
   as(kB, kG, "sticky: B may not unlink A's file", EPERM, [=](const std::string& d) { return E(unlink(P(d, "t/tmp/a"))); });
   as(kB, kG, "sticky: B may not rename A's file", EPERM, [=](const std::string& d) { return E(rename(P(d, "t/tmp/a"), P(d, "t/tmp/c"))); });
   as(kB, kG, "sticky: B may not rename onto A's file", EPERM, [=](const std::string& d) { return E(rename(P(d, "t/tmp/b"), P(d, "t/tmp/a"))); });
-  as(kB, kG, "sticky: B may still write A's world-writable file? no, 0644", EACCES, [=](const std::string& d) { return WriteSome(P(d, "t/tmp/a")) ? 0 : errno; });
+  as(kB, kG, "B may not write A's 0644 file in a sticky directory", EACCES, [=](const std::string& d) { return WriteSome(P(d, "t/tmp/a")) ? 0 : errno; });
   as(kA, kAGid, "sticky: A renames its own file", 0, [=](const std::string& d) { return E(rename(P(d, "t/tmp/a"), P(d, "t/tmp/a2"))); });
   as(kB, kG, "B creates t/ctmp/b", 0, [=](const std::string& d) { return WriteAll(P(d, "t/ctmp/b"), "b") ? 0 : errno; });
   as(kC, kCGid, "sticky: the directory's owner removes B's file", 0, [=](const std::string& d) { return E(unlink(P(d, "t/ctmp/b"))); });
