@@ -515,6 +515,17 @@ TEST_CASE("Security: instances and pools are created owner-only, whatever the um
   std::string root = tmpl;
   std::string pool1 = "/dev/shm/mxfs-sec-" + std::to_string(getpid()) + "-1";
   std::string pool2 = "/dev/shm/mxfs-sec-" + std::to_string(getpid()) + "-2";
+  std::string mnt = root + "/mnt";
+  // Removes the scratch tree and pools and detaches the mount even when a REQUIRE fails.
+  struct Cleanup {
+    std::string root, pool1, pool2, mnt;
+    ~Cleanup() {
+      umount2(mnt.c_str(), MNT_DETACH);
+      unlink(pool1.c_str());
+      unlink(pool2.c_str());
+      mxfs_test::RemoveTree(root);
+    }
+  } cleanup{root, pool1, pool2, mnt};
   std::string bin = mxfs_test::BinDir();
   mode_t old_umask = umask(0);  // the programs must not rely on the caller's umask
   // mkfs.matrixfs with a pool, into a directory it creates.
@@ -538,7 +549,6 @@ TEST_CASE("Security: instances and pools are created owner-only, whatever the um
   // matrixfs -o format with a pool, then a workload that makes SSTables and
   // large-file objects, then a clean unmount.
   std::string d3 = root + "/daemon";
-  std::string mnt = root + "/mnt";
   REQUIRE(mkdir(mnt.c_str(), 0755) == 0);
   old_umask = umask(0);
   rc = system((bin + "/matrixfs " + d3 + " " + mnt + " -o format,pool=" + pool2 + ",pool_size=16M").c_str());
@@ -561,7 +571,4 @@ TEST_CASE("Security: instances and pools are created owner-only, whatever the um
   CHECK((st.st_mode & 077) == 0);
   INFO(Joined(Leaky(d3)));
   CHECK(Leaky(d3).empty());
-  unlink(pool1.c_str());
-  unlink(pool2.c_str());
-  mxfs_test::RemoveTree(root);
 }
