@@ -49,7 +49,10 @@ Daemon::Daemon(std::string bin, std::string dir, std::string pool)
 
 Daemon::~Daemon() { Kill9(); }
 
-Daemon::StartResult Daemon::Start(const std::string& kill_at, std::string* err) {
+Daemon::StartResult Daemon::Start(const std::string& kill_at_arg, std::string* err) {
+  // The first start formats the instance; a kill point there would leave a
+  // half-made instance, which is a crash of mkfs, not of the filesystem.
+  const std::string kill_at = formatted_ ? kill_at_arg : std::string();
   std::string bin = bin_ + "/matrixfs";
   std::vector<std::string> args = {bin, datadir_, mnt_, "-f"};
   if (!formatted_) {
