@@ -217,9 +217,36 @@ Status MatrixFs::Close() {
     std::lock_guard<std::mutex> l(st.mu);
     st.nodes.clear();  // closes the objects
   }
+  if (!cfg_.read_only) MarkClean();
   Status s = db_->Close();
   db_.reset();
   return s;
+}
+
+// A clean unmount: nothing is open any more, so the orphans of files that
+// were open until now are reclaimed, and S state = clean tells fsck that
+// leftovers of interrupted operations would now be real damage. On any error
+// the state stays "mounted" (the next mount collects what is left).
+void MatrixFs::MarkClean() {
+  std::vector<uint64_t> orphans;
+  {
+    auto it = db_->NewIterator(ReadOptions());
+    const std::string prefix(1, kTagOrphan);
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      orphans.push_back(KeyIno(it->key()));
+    }
+    if (!it->status().ok()) return;
+  }
+  for (uint64_t ino : orphans) {
+    Status s = ReclaimInode(ino);
+    if (!s.ok()) {
+      MXFS_LOG_ERROR("unmount: reclaiming orphan inode %" PRIu64 ": %s (left for the next mount)", ino,
+                     s.ToString().c_str());
+      return;
+    }
+  }
+  Status s = db_->Put(SyncWrite(), SystemKey("state"), kStateClean);
+  if (!s.ok() && !s.IsReadOnly()) MXFS_LOG_ERROR("unmount: recording a clean unmount: %s", s.ToString().c_str());
 }
 
 size_t MatrixFs::StripeOf(uint64_t ino) {
@@ -291,6 +318,7 @@ Status MatrixFs::Format(const std::string& datadir, const Superblock& sb, uint32
   v.clear();
   PutFixed64(&v, 0);
   b.Put(SystemKey("mounts"), v);
+  b.Put(SystemKey("state"), kStateClean);
   MXFS_RETURN_IF_ERROR((*db)->Write(SyncWrite(), &b));
   MXFS_RETURN_IF_ERROR((*db)->Close());
   // The superblock last: an instance without one is not formatted.
@@ -350,7 +378,12 @@ Status MatrixFs::Startup() {
   generation_ = mounts + 1;
   v.clear();
   PutFixed64(&v, generation_);
-  if (!cfg_.read_only) MXFS_RETURN_IF_ERROR(db_->Put(CommitOptions(), SystemKey("mounts"), v));
+  if (!cfg_.read_only) {
+    WriteBatch b;
+    b.Put(SystemKey("mounts"), v);
+    b.Put(SystemKey("state"), kStateMounted);
+    MXFS_RETURN_IF_ERROR(db_->Write(CommitOptions(), &b));
+  }
 
   // Orphans left by a crash.
   std::vector<uint64_t> orphans;

@@ -217,6 +217,7 @@ class MatrixFs {
   Status DropLink(Txn* txn, uint64_t ino, InodeAttr* a);
   void MaybeReclaim(uint64_t ino);  // holds stripe; nlink 0, no opens
   Status ReclaimInode(uint64_t ino);
+  void MarkClean();  // at Close: reclaim the remaining orphans, S state = clean
 
   // Data helpers; caller holds ino's stripe.
   Status ReadInline(uint64_t ino, const InodeAttr& a, uint64_t off, size_t n, std::string* out);

@@ -64,6 +64,11 @@ inline constexpr char kTagBlock = 'F';
 inline constexpr char kTagXattr = 'X';
 inline constexpr char kTagOrphan = 'O';
 inline constexpr char kTagSystem = 'S';
+// The value of S state: "mounted" from mount until a clean unmount writes
+// "clean". fsck treats orphans and unowned objects as crash leftovers (not
+// errors) unless the state is clean.
+inline constexpr const char* kStateMounted = "mounted";
+inline constexpr const char* kStateClean = "clean";
 
 std::string InodeKey(uint64_t ino);
 std::string DentryKey(uint64_t parent, const Slice& name);

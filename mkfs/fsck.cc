@@ -115,6 +115,21 @@ class Checker {
     std::fprintf(o_.out, "%s%s\n", what.c_str(), tail.c_str());
     return doit;
   }
+  // A leftover of an operation a crash interrupted, of a kind the next mount
+  // collects by itself (an orphan inode, an object no inode owns). After an
+  // unclean shutdown that is the expected state, like a journal to replay:
+  // it is reported as pending recovery and is not an error; -p/-y collect it
+  // now. On a cleanly unmounted instance it is a problem like any other.
+  // Returns true when the caller should collect it.
+  bool Leftover(const std::string& what, const std::string& action) {
+    if (clean_) return Problem(what, Fix::kPreen, action);
+    ++res_.leftovers;
+    const bool doit = Allowed(Fix::kPreen);
+    if (doit) ++collect_;
+    std::fprintf(o_.out, "recovery pending: %s (%s)\n", what.c_str(),
+                 doit ? action.c_str() : "the next mount collects it; -p or -y does it now");
+    return doit;
+  }
   void Verbose(const std::string& what) {
     if (o_.verbose) std::fprintf(o_.out, "%s\n", what.c_str());
   }
@@ -154,6 +169,8 @@ class Checker {
   const FsckOptions o_;
   FsckResult res_;
   uint64_t pending_ = 0;  // repairs decided, not yet committed
+  uint64_t collect_ = 0;  // leftovers to collect (not repairs: no error was found)
+  bool clean_ = false;    // S state says the last unmount was clean
   std::unique_ptr<FileLock> lock_;
   bool have_sb_ = false;
   Superblock sb_;
@@ -661,7 +678,9 @@ bool Checker::Scan(DB* db) {
         orphan_keys_.insert(KeyIno(k));
         break;
       case kTagSystem:
-        if (k == Slice(SystemKey("next_ino"))) {
+        if (k == Slice(SystemKey("state"))) {
+          clean_ = v == Slice(kStateClean);
+        } else if (k == Slice(SystemKey("next_ino"))) {
           if (v.size() == 8) {
             next_ino_ = DecodeFixed64(v.data());
             have_next_ino_ = true;
@@ -796,8 +815,8 @@ void Checker::CheckGraph() {
         batch_.Delete(OrphanKey(ino));
       }
     } else if (n->a.nlink == 0) {
-      if (Problem(place + ": inode " + std::to_string(ino) + " was unlinked while open and never reclaimed",
-                  Fix::kPreen, "reclaimed")) {
+      if (Leftover(place + ": inode " + std::to_string(ino) + " was unlinked while open and never reclaimed",
+                   "reclaimed")) {
         Reclaim(ino);
       } else {
         n->orphan = true;
@@ -1015,9 +1034,9 @@ void Checker::CheckGraph() {
       objects.insert(ino);
       Node* n = Find(ino);
       if (n == nullptr || n->a.storage != Storage::kObject) {
-        if (Problem("object " + data + "/" + name + ": inode " + std::to_string(ino) +
-                        (n == nullptr ? " does not exist" : " keeps its data inline"),
-                    Fix::kPreen, "removed")) {
+        if (Leftover("object " + data + "/" + name + ": inode " + std::to_string(ino) +
+                         (n == nullptr ? " does not exist" : " keeps its data inline"),
+                     "removed")) {
           remove_objects_.push_back(data + "/" + name);
         }
       }
@@ -1074,7 +1093,7 @@ void Checker::CheckGraph() {
   for (auto& [ino, n] : nodes_) {
     if (n.dirty && !n.deleted) batch_.Put(InodeKey(ino), EncodeInodeAttr(n.a));
   }
-  if (pending_ > 0) {
+  if (pending_ + collect_ > 0) {
     WriteOptions wo;
     wo.sync = true;
     Status s = (*db)->Write(wo, &batch_);
@@ -1096,7 +1115,9 @@ void Checker::CheckGraph() {
       if (fd >= 0) ::close(fd);
     }
     res_.repaired += pending_;
+    res_.collected += collect_;
     pending_ = 0;
+    collect_ = 0;
   }
   Status s = (*db)->Close();
   if (!s.ok()) OperationalError("closing the database: " + s.ToString());
@@ -1129,6 +1150,12 @@ FsckResult Checker::Run() {
   if (o_.verbose || res_.problems > 0) {
     std::fprintf(o_.out, "%s: %" PRIu64 " problems, %" PRIu64 " repaired\n", datadir_.c_str(), res_.problems,
                  res_.repaired);
+  }
+  if (res_.leftovers > 0) {
+    std::fprintf(o_.out,
+                 "%s: not cleanly unmounted; %" PRIu64 " leftovers of interrupted operations, %" PRIu64
+                 " collected now (the next mount collects the rest)\n",
+                 datadir_.c_str(), res_.leftovers, res_.collected);
   }
   return res_;
 }

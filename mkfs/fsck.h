@@ -66,6 +66,8 @@ struct FsckOptions {
 struct FsckResult {
   uint64_t problems = 0;   // found
   uint64_t repaired = 0;   // of those, repaired
+  uint64_t leftovers = 0;  // crash leftovers the next mount collects (not problems)
+  uint64_t collected = 0;  // of those, collected by this run (-p, -y)
   bool operational_error = false;  // could not check (mounted, unreadable, ...)
   bool mounted = false;
 

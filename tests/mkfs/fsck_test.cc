@@ -111,6 +111,14 @@ class Daemon {
   }
   int status() const { return status_; }
   std::string Log() const { return ReadAll(log_); }
+  // A crash: SIGKILL, then the dead mount is detached.
+  void Kill9() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+    pid_ = -1;
+    umount2(mnt_.c_str(), MNT_DETACH);
+  }
 
  private:
   std::string datadir_, mnt_, log_;
@@ -652,4 +660,47 @@ TEST_CASE("mkfs --pool: a character device that is not devdax is refused, naming
   CHECK(mk.out.find("/dev/null is not a devdax device or regular file") != std::string::npos);
   struct stat st;
   CHECK(stat(s.data().c_str(), &st) != 0);  // DATADIR was not even created
+}
+
+TEST_CASE("fsck: after a crash an orphan is pending recovery, not a problem; on a clean instance a stray object is") {
+  Scratch s;
+  REQUIRE(Exec("mkfs.matrixfs", {s.data()}).rc == 0);
+  {
+    Daemon d(s.data(), s.mnt(), s.log());
+    REQUIRE(d.Start());
+    const std::string f = s.mnt() + "/open-unlinked";
+    REQUIRE(WriteAll(f, std::string(300000, 'o')));  // a large-file object
+    int fd = open(f.c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    REQUIRE(unlink(f.c_str()) == 0);
+    d.Kill9();  // the orphan record and its object stay behind
+    close(fd);
+  }
+  Run check = Exec("fsck.matrixfs", {"-n", s.data()});
+  INFO(check.out);
+  CHECK(check.rc == 0);
+  CHECK(check.out.find("recovery pending: orphan record") != std::string::npos);
+  CHECK(check.out.find("not cleanly unmounted") != std::string::npos);
+  Run collect = Exec("fsck.matrixfs", {"-y", s.data()});
+  INFO(collect.out);
+  CHECK(collect.rc == 0);
+  CHECK(collect.out.find("(reclaimed)") != std::string::npos);
+  Run after = Exec("fsck.matrixfs", {"-n", s.data()});
+  INFO(after.out);
+  CHECK(after.rc == 0);
+  CHECK(after.out.find("recovery pending") == std::string::npos);
+
+  // A clean unmount records it; then an object no inode owns is damage.
+  {
+    Daemon d(s.data(), s.mnt(), s.log());
+    REQUIRE(d.Start());
+    REQUIRE(WriteAll(s.mnt() + "/kept", "kept"));
+    REQUIRE(d.Stop() == 0);
+  }
+  REQUIRE(WriteAll(s.data() + "/data/0000000000007777", "stray"));
+  Run stray = Exec("fsck.matrixfs", {"-n", s.data()});
+  INFO(stray.out);
+  CHECK(stray.rc == 4);
+  CHECK(stray.out.find("0000000000007777: inode 30583 does not exist") != std::string::npos);
+  CHECK(stray.out.find("recovery pending") == std::string::npos);
 }
