@@ -8,6 +8,7 @@
 #include "tests/fuse/mount_fixture.h"
 
 using mxfs_test::MountFixture;
+using mxfs_test::PoolPath;
 using mxfs_test::ReadAll;
 using mxfs_test::WriteAll;
 
@@ -29,19 +30,6 @@ int CountObjects(const std::string& datadir) {
   closedir(d);
   return n;
 }
-
-// A pool path under /dev/shm (created by the format), removed afterwards.
-struct PoolPath {
-  PoolPath() {
-    char tmpl[] = "/dev/shm/mxfs-fusepool-XXXXXX";
-    int fd = mkstemp(tmpl);
-    if (fd >= 0) close(fd);
-    path = tmpl;
-    unlink(path.c_str());
-  }
-  ~PoolPath() { unlink(path.c_str()); }
-  std::string path;
-};
 
 }  // namespace
 

@@ -13,23 +13,11 @@
 
 using mxfs_test::BinDir;
 using mxfs_test::MountFixture;
+using mxfs_test::PoolPath;
 using mxfs_test::ReadAll;
 using mxfs_test::WriteAll;
 
 namespace {
-
-// A pool path under /dev/shm (created by the format), removed afterwards.
-struct PoolPath {
-  PoolPath() {
-    char tmpl[] = "/dev/shm/mxfs-faultpool-XXXXXX";
-    int fd = mkstemp(tmpl);
-    if (fd >= 0) close(fd);
-    path = tmpl;
-    unlink(path.c_str());
-  }
-  ~PoolPath() { unlink(path.c_str()); }
-  std::string path;
-};
 
 // Sets an environment variable for the daemons started while it lives.
 class ScopedEnv {

@@ -40,6 +40,22 @@
 
 namespace mxfs_test {
 
+// A pool path under /dev/shm that does not exist yet (formatting creates
+// the pool there), removed afterwards.
+struct PoolPath {
+  PoolPath() {
+    char tmpl[] = "/dev/shm/mxfs-testpool-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd >= 0) close(fd);
+    path = tmpl;
+    unlink(path.c_str());
+  }
+  ~PoolPath() { unlink(path.c_str()); }
+  PoolPath(const PoolPath&) = delete;
+  PoolPath& operator=(const PoolPath&) = delete;
+  std::string path;
+};
+
 inline std::string BinDir() {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
