@@ -32,6 +32,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #ifndef FUSE_SUPER_MAGIC
@@ -84,6 +85,19 @@ inline bool WriteAll(const std::string& path, const std::string& data, int flags
     off += static_cast<size_t>(n);
   }
   return close(fd) == 0;
+}
+
+// Runs cmd through the shell with stderr joined to stdout; returns the exit
+// status (128 + the signal if one ended it) and the output.
+inline std::pair<int, std::string> RunShell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
 }
 
 inline int RemoveOne(const char* path, const struct stat*, int, struct FTW*) { return remove(path); }

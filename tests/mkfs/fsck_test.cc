@@ -40,16 +40,8 @@ struct Run {
 Run Exec(const std::string& prog, const std::vector<std::string>& args) {
   std::string cmd = "'" + BinDir() + "/" + prog + "'";
   for (const std::string& a : args) cmd += " '" + a + "'";
-  cmd += " 2>&1";
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
+  auto [rc, out] = mxfs_test::RunShell(cmd);
+  return Run{rc, std::move(out)};
 }
 
 bool IsFuseMount(const std::string& mnt) {

@@ -34,16 +34,7 @@ std::string SourceRoot() {
   return "";
 }
 
-std::pair<int, std::string> Shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+using mxfs_test::RunShell;
 
 const std::vector<std::string> kPages = {"matrixfs.8", "mkfs.matrixfs.8", "fsck.matrixfs.8", "matrixfs-stat.8",
                                          "kvbench.1", "matrixfs.5"};
@@ -53,9 +44,9 @@ const std::vector<std::string> kPages = {"matrixfs.8", "mkfs.matrixfs.8", "fsck.
 TEST_CASE("man: every page renders with groff -man -ww without a warning") {
   const std::string root = SourceRoot();
   REQUIRE(!root.empty());
-  REQUIRE(Shell("command -v groff").first == 0);  // package groff-base (make deps)
+  REQUIRE(RunShell("command -v groff").first == 0);  // package groff-base (make deps)
   for (const std::string& page : kPages) {
-    auto [rc, out] = Shell("groff -t -man -ww -z '" + root + "/man/" + page + "'");
+    auto [rc, out] = RunShell("groff -t -man -ww -z '" + root + "/man/" + page + "'");
     INFO(page << ": " << out);
     CHECK(rc == 0);
     CHECK(out.empty());
@@ -77,7 +68,7 @@ TEST_CASE("make install: DESTDIR and PREFIX receive every program and man page")
                     "' PREFIX=/opt/mx";
   for (const auto& b : sbin) cmd += " -o '" + bin + "/" + b + "'";
   for (const auto& b : ubin) cmd += " -o '" + bin + "/" + b + "'";
-  auto [rc, out] = Shell(cmd);
+  auto [rc, out] = RunShell(cmd);
   INFO(out);
   CHECK(rc == 0);
   for (const auto& b : sbin) {

@@ -21,14 +21,7 @@
 namespace {
 
 std::pair<int, std::string> Fsck(const std::string& args) {
-  std::string out;
-  FILE* p = popen(("'" + mxfs_test::BinDir() + "/fsck.matrixfs' " + args + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  return mxfs_test::RunShell("'" + mxfs_test::BinDir() + "/fsck.matrixfs' " + args);
 }
 
 }  // namespace
@@ -94,15 +87,9 @@ TEST_CASE("fsck: a pool-backed instance checks clean, and a pool of another data
   // A damaged record in the pool's write-ahead log is named, with its offset.
   std::string saved = mxfs_test::ReadAll(pool);
   {
-    std::string out3;
-    FILE* p = popen(("'" + mxfs_test::BinDir() + "/mxfs-inject' pm-wal '" + datadir + "' 2>&1").c_str(), "r");
-    REQUIRE(p != nullptr);
-    char buf[512];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out3.append(buf, n);
-    int st = pclose(p);
-    INFO(out3);
-    REQUIRE(WEXITSTATUS(st) == 0);
+    auto [rc, out] = mxfs_test::RunShell("'" + mxfs_test::BinDir() + "/mxfs-inject' pm-wal '" + datadir + "'");
+    INFO(out);
+    REQUIRE(rc == 0);
   }
   auto [rc3, out3] = Fsck("-n '" + datadir + "'");
   INFO(out3);
