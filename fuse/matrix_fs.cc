@@ -228,6 +228,18 @@ Status MatrixFs::Close() {
 // leftovers of interrupted operations would now be real damage. On any error
 // the state stays "mounted" (the next mount collects what is left).
 void MatrixFs::MarkClean() {
+  uint64_t reclaimed = 0;
+  Status s = ReclaimOrphans(&reclaimed);
+  if (!s.ok()) {
+    MXFS_LOG_ERROR("unmount: reclaiming orphan inodes: %s (left for the next mount)", s.ToString().c_str());
+    return;
+  }
+  s = db_->Put(SyncWrite(), SystemKey("state"), kStateClean);
+  if (!s.ok() && !s.IsReadOnly()) MXFS_LOG_ERROR("unmount: recording a clean unmount: %s", s.ToString().c_str());
+}
+
+// Reclaims every inode that has an 'O' key; *count gets one per inode.
+Status MatrixFs::ReclaimOrphans(uint64_t* count) {
   std::vector<uint64_t> orphans;
   {
     auto it = db_->NewIterator(ReadOptions());
@@ -235,18 +247,13 @@ void MatrixFs::MarkClean() {
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       orphans.push_back(KeyIno(it->key()));
     }
-    if (!it->status().ok()) return;
+    MXFS_RETURN_IF_ERROR(it->status());
   }
   for (uint64_t ino : orphans) {
-    Status s = ReclaimInode(ino);
-    if (!s.ok()) {
-      MXFS_LOG_ERROR("unmount: reclaiming orphan inode %" PRIu64 ": %s (left for the next mount)", ino,
-                     s.ToString().c_str());
-      return;
-    }
+    MXFS_RETURN_IF_ERROR(ReclaimInode(ino).WithContext("reclaiming orphan inode " + std::to_string(ino)));
+    ++*count;
   }
-  Status s = db_->Put(SyncWrite(), SystemKey("state"), kStateClean);
-  if (!s.ok() && !s.IsReadOnly()) MXFS_LOG_ERROR("unmount: recording a clean unmount: %s", s.ToString().c_str());
+  return Status::OK();
 }
 
 size_t MatrixFs::StripeOf(uint64_t ino) {
@@ -386,21 +393,7 @@ Status MatrixFs::Startup() {
   }
 
   // Orphans left by a crash.
-  std::vector<uint64_t> orphans;
-  {
-    auto it = db_->NewIterator(ReadOptions());
-    std::string prefix(1, kTagOrphan);
-    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-      orphans.push_back(KeyIno(it->key()));
-    }
-    MXFS_RETURN_IF_ERROR(it->status());
-  }
-  if (!cfg_.read_only) {
-    for (uint64_t ino : orphans) {
-      MXFS_RETURN_IF_ERROR(ReclaimInode(ino));
-      ++orphans_reclaimed_;
-    }
-  }
+  if (!cfg_.read_only) MXFS_RETURN_IF_ERROR(ReclaimOrphans(&orphans_reclaimed_));
   // Inode count.
   {
     uint64_t n = 0;

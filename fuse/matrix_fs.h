@@ -217,6 +217,7 @@ class MatrixFs {
   Status DropLink(Txn* txn, uint64_t ino, InodeAttr* a);
   void MaybeReclaim(uint64_t ino);  // holds stripe; nlink 0, no opens
   Status ReclaimInode(uint64_t ino);
+  Status ReclaimOrphans(uint64_t* count);  // every inode with an 'O' key
   void MarkClean();  // at Close: reclaim the remaining orphans, S state = clean
 
   // Data helpers; caller holds ino's stripe.
