@@ -18,6 +18,7 @@
 
 #include "base/coding.h"
 #include "base/logging.h"
+#include "fuse/kernel_channel.h"
 #include "kvcore/include/options.h"
 #include "kvcore/include/write_batch.h"
 
@@ -112,6 +113,26 @@ bool CallerInGroup(fuse_req_t req, gid_t gid) {
     if (groups[i] == gid) return true;
   }
   return false;
+}
+
+// The set-id bits the kernel's kill flag (FUSE_HANDLE_KILLPRIV_V2) takes
+// from a non-directory, by the Linux VFS rules (setattr_should_drop_suidgid):
+// set-user-ID always; set-group-ID when the file is group-executable, or when
+// the caller is neither in the file's group (its group before a chgrp) nor
+// privileged. On write and truncate the kernel sets the flag only for a
+// caller without CAP_FSETID, so may_be_privileged is false there; on chown it
+// sets it for everyone, and uid 0 stands in for CAP_FSETID. The group check
+// (fuse_req_getgroups reads /proc) runs only for a set-gid file without group
+// execute whose group is not the caller's primary one.
+uint32_t KilledSetIdBits(fuse_req_t req, const InodeAttr& a, bool may_be_privileged) {
+  if (a.IsDir()) return 0;
+  uint32_t kill = a.mode & S_ISUID;
+  if (a.mode & S_ISGID) {
+    if ((a.mode & S_IXGRP) || (!(may_be_privileged && fuse_req_ctx(req)->uid == 0) && !CallerInGroup(req, a.gid))) {
+      kill |= S_ISGID;
+    }
+  }
+  return kill;
 }
 
 Status CheckName(const char* name) {
@@ -657,6 +678,9 @@ void MatrixFs::Init(fuse_conn_info* conn) {
   want(FUSE_CAP_ASYNC_READ);
   want(FUSE_CAP_ATOMIC_O_TRUNC);
   want(FUSE_CAP_CACHE_SYMLINKS);
+  // Set-id clearing is FUSE_HANDLE_KILLPRIV_V2's, which KernelChannel grants
+  // in the INIT reply (libfuse 3.14 cannot); never also the older v1.
+  conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
   // splice showed no gain for our request sizes; keep the copy path.
   conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
   conn->max_write = 1u << 20;
@@ -863,7 +887,7 @@ void MatrixFs::GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   fuse_reply_attr(req, &st, cfg_.attr_timeout);
 }
 
-Status MatrixFs::DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, int to_set,
+Status MatrixFs::DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, int to_set, bool kill_suidgid,
                            InodeAttr* out) {
   InodeLocks locks(this, {ino});
   Txn txn(this);
@@ -880,6 +904,11 @@ Status MatrixFs::DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, 
       mode &= ~S_ISGID;
     }
     a->mode = mode;
+  } else if (kill_suidgid) {
+    // Truncate or open(O_TRUNC) by a caller without CAP_FSETID, or chown
+    // (judged on the group the file has before it changes).
+    const bool chown = (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) || to_set == FUSE_SET_ATTR_CTIME;
+    a->mode &= ~KilledSetIdBits(req, *a, chown);
   }
   if (to_set & FUSE_SET_ATTR_UID) a->uid = in->st_uid;
   if (to_set & FUSE_SET_ATTR_GID) a->gid = in->st_gid;
@@ -923,8 +952,14 @@ void MatrixFs::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to
   Count(kOpSetAttr);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, EPERM);
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
+  // With FUSE_HANDLE_KILLPRIV_V2 the kernel drops a chown's kill bits
+  // before it sends anything, and flags only chowns that name an owner or a
+  // group. A setattr of ctime alone is what chown(f, -1, -1) leaves (writes
+  // and utimes send mtime with it), and on Linux that still clears set-id.
+  const bool kill = KernelChannel::KillSuidGid(KernelChannel::Op::kSetAttr) ||
+                    (to_set == FUSE_SET_ATTR_CTIME && KernelChannel::KillPrivV2Granted());
   InodeAttr a;
-  Status s = DoSetAttr(req, ino, attr, to_set, &a);
+  Status s = DoSetAttr(req, ino, attr, to_set, kill, &a);
   if (!s.ok()) return ReplyStatus(req, s);
   struct stat st;
   FillStat(ino, a, &st);
@@ -1456,7 +1491,7 @@ void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       struct stat st;
       std::memset(&st, 0, sizeof(st));
       InodeAttr out;
-      s = DoSetAttr(req, ino, &st, FUSE_SET_ATTR_SIZE, &out);
+      s = DoSetAttr(req, ino, &st, FUSE_SET_ATTR_SIZE, KernelChannel::KillSuidGid(KernelChannel::Op::kOpen), &out);
     }
     if (!s.ok()) Release(nullptr, ino, fi);
   }
@@ -1521,7 +1556,8 @@ void MatrixFs::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
   fuse_reply_buf(req, reply, reply_len);
 }
 
-Status MatrixFs::DoWrite(uint64_t ino, const char* buf, size_t size, uint64_t off) {
+Status MatrixFs::DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t size, uint64_t off,
+                         bool kill_suidgid) {
   if (off + size < off || off + size > (1ull << 50)) return Errno(EFBIG);
   InodeLocks locks(this, {ino});
   Txn txn(this);
@@ -1531,6 +1567,9 @@ Status MatrixFs::DoWrite(uint64_t ino, const char* buf, size_t size, uint64_t of
   if (!a->IsReg()) return Errno(EINVAL);
   const uint64_t end = off + size;
   const int64_t now = NowNs();
+  // A write by a caller without CAP_FSETID drops set-id bits in its own batch.
+  const uint32_t killed = kill_suidgid ? KilledSetIdBits(req, *a, false) : 0;
+  a->mode &= ~killed;
   if (a->storage == Storage::kInline && end <= sb_.inline_limit) {
     MXFS_RETURN_IF_ERROR(WriteInline(&txn, ino, a, off, Slice(buf, size)));
     a->mtime_ns = a->ctime_ns = now;
@@ -1555,7 +1594,7 @@ Status MatrixFs::DoWrite(uint64_t ino, const char* buf, size_t size, uint64_t of
     }
     return s;
   }
-  if (!migrated && end <= a->size) {
+  if (!migrated && end <= a->size && killed == 0) {
     // No visible metadata change the kernel does not track itself (with the
     // writeback cache it owns mtime and sends it in a later setattr).
     if (Node* n = FindNode(ino)) n->attr.mtime_ns = n->attr.ctime_ns = now;
@@ -1582,7 +1621,7 @@ void MatrixFs::Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t siz
   }
   (void)fi;
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
-  Status s = DoWrite(ino, buf, size, static_cast<uint64_t>(off));
+  Status s = DoWrite(req, ino, buf, size, static_cast<uint64_t>(off), KernelChannel::KillSuidGid(KernelChannel::Op::kWrite));
   if (!s.ok()) return ReplyStatus(req, s);
   bytes_written_.fetch_add(size, std::memory_order_relaxed);
   fuse_reply_write(req, size);

@@ -232,8 +232,12 @@ class MatrixFs {
   Status DoRename(fuse_req_t req, uint64_t parent, const std::string& name, uint64_t newparent,
                   const std::string& newname, unsigned flags);
   Status DoRemove(fuse_req_t req, uint64_t parent, const std::string& name, bool dir);
-  Status DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, int to_set, InodeAttr* out);
-  Status DoWrite(uint64_t ino, const char* buf, size_t size, uint64_t off);
+  // kill_suidgid: the kernel's FUSE_HANDLE_KILLPRIV_V2 flag on this write,
+  // truncate, open(O_TRUNC) or chown (KernelChannel::KillSuidGid); the
+  // set-id bits go in the operation's own batch (see KilledSetIdBits).
+  Status DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, int to_set, bool kill_suidgid,
+                   InodeAttr* out);
+  Status DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t size, uint64_t off, bool kill_suidgid);
   Status FillDir(fuse_req_t req, uint64_t ino, size_t size, off_t off, DirHandle* h, bool plus,
                  std::string* buf, size_t* pos);
   void FillEntry(uint64_t ino, const InodeAttr& a, fuse_entry_param* e) const;

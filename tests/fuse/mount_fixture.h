@@ -29,6 +29,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -250,6 +251,22 @@ class MountFixture {
   std::string root_, datadir_, mnt_;
   pid_t pid_ = -1;
 };
+
+// The "requests a=1 b=2 ..." line of .matrixfs/stats (the kernel's
+// requests by type) as a map.
+inline std::map<std::string, uint64_t> Requests(const MountFixture& m) {
+  std::string stats = ReadAll(m.P(".matrixfs/stats"));
+  std::map<std::string, uint64_t> out;
+  size_t p = stats.find("\nrequests ");
+  if (p == std::string::npos) return out;
+  std::istringstream line(stats.substr(p + 10, stats.find('\n', p + 1) - p - 10));
+  std::string kv;
+  while (line >> kv) {
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) out[kv.substr(0, eq)] = std::stoull(kv.substr(eq + 1));
+  }
+  return out;
+}
 
 // In a forked child: drop to uid/gid (no supplementary groups), run fn, exit
 // with its result. fn returns 0 on success or a line number identifying the

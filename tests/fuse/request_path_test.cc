@@ -15,22 +15,8 @@ namespace {
 
 using mxfs_test::MountFixture;
 using mxfs_test::ReadAll;
+using mxfs_test::Requests;
 using mxfs_test::WriteAll;
-
-// "requests a=1 b=2 ..." from .matrixfs/stats as a map.
-std::map<std::string, uint64_t> Requests(const MountFixture& m) {
-  std::string stats = ReadAll(m.P(".matrixfs/stats"));
-  std::map<std::string, uint64_t> out;
-  size_t p = stats.find("\nrequests ");
-  if (p == std::string::npos) return out;
-  std::istringstream line(stats.substr(p + 10, stats.find('\n', p + 1) - p - 10));
-  std::string kv;
-  while (line >> kv) {
-    size_t eq = kv.find('=');
-    if (eq != std::string::npos) out[kv.substr(0, eq)] = std::stoull(kv.substr(eq + 1));
-  }
-  return out;
-}
 
 std::string BdiLine(const MountFixture& m) {
   std::string stats = ReadAll(m.P(".matrixfs/stats"));

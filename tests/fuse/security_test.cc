@@ -10,6 +10,7 @@
 //
 // posix_test.cc has the basic permission checks; this file goes further.
 #include <dirent.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -61,6 +62,16 @@ int Lists(const std::string& p, const std::string& name) {
     if (name == buf + i) return 1;
   }
   return 0;
+}
+
+// A file capability (security.capability, revision 2: CAP_NET_BIND_SERVICE
+// permitted and effective), as setcap writes it; root sets it on path.
+int SetFileCap(const std::string& path) {
+  vfs_cap_data cap;
+  std::memset(&cap, 0, sizeof(cap));
+  cap.magic_etc = VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE;  // little-endian on x86
+  cap.data[0].permitted = 1u << CAP_NET_BIND_SERVICE;
+  return E(setxattr(path.c_str(), "security.capability", &cap, XATTR_CAPS_SZ_2, 0));
 }
 
 struct Step {
@@ -118,7 +129,9 @@ std::vector<Step> Script() {
   });
   root("setup: set-id files", 0, [=](const std::string& d) {
     int r = 0;
-    for (const char* n : {"t/su_all", "t/sg_noexec", "t/su_own", "t/su_root", "t/su_trunc", "t/su_chown", "t/sg_chgrp"}) {
+    for (const char* n : {"t/su_all", "t/sg_noexec", "t/su_own", "t/su_root", "t/su_trunc", "t/su_chown", "t/sg_chgrp",
+                          "t/sg_member", "t/su_otrunc", "t/su_otrunc_root", "t/sg_trunc_noexec", "t/su_ftrunc",
+                          "t/sg_chgrp_noexec", "t/su_chown_same", "t/su_chown_none", "t/su_trunc_root"}) {
       r += WriteAll(P(d, n), "#!/bin/sh\n") ? 0 : 1;
     }
     r += E(chmod(P(d, "t/su_all"), 06777));
@@ -128,6 +141,12 @@ std::vector<Step> Script() {
     r += E(chmod(P(d, "t/su_trunc"), 04777));
     r += E(chmod(P(d, "t/su_chown"), 06755));
     r += E(chown(P(d, "t/sg_chgrp"), kA, kAGid)) + E(chmod(P(d, "t/sg_chgrp"), 06775));
+    r += E(chown(P(d, "t/sg_member"), 0, kG)) + E(chmod(P(d, "t/sg_member"), 02666));
+    r += E(chmod(P(d, "t/su_otrunc"), 06777)) + E(chmod(P(d, "t/su_otrunc_root"), 06777));
+    r += E(chmod(P(d, "t/sg_trunc_noexec"), 02666)) + E(chmod(P(d, "t/su_ftrunc"), 04777));
+    r += E(chown(P(d, "t/sg_chgrp_noexec"), kA, kG)) + E(chmod(P(d, "t/sg_chgrp_noexec"), 02664));
+    r += E(chmod(P(d, "t/su_chown_same"), 06755)) + E(chmod(P(d, "t/su_chown_none"), 04755));
+    r += E(chmod(P(d, "t/su_trunc_root"), 06777));
     return r;
   });
   root("setup: t/fifo, t/lnk, t/g2 A:G", 0, [=](const std::string& d) {
@@ -206,10 +225,9 @@ std::vector<Step> Script() {
   as(kA, kAGid, "write by a non-member clears sgid even without g+x", Mode(0666), [=](const std::string& d) {
     return WriteSome(P(d, "t/sg_noexec")) ? ModeOutcome(P(d, "t/sg_noexec")) : errno;
   });
-  s.back().fuse_expect = Mode(02666);
-  s.back().fuse_why =
-      "the kernel's fuse_setattr kills S_ISGID only together with S_IXGRP unless the daemon takes over "
-      "killpriv, which writeback caching rules out; a set-gid bit without group execute grants nothing";
+  as(kB, kG, "write by a group member keeps sgid without g+x", Mode(02666), [=](const std::string& d) {
+    return WriteSome(P(d, "t/sg_member")) ? ModeOutcome(P(d, "t/sg_member")) : errno;
+  });
   as(kA, kAGid, "write by the owner clears suid too", Mode(0755), [=](const std::string& d) {
     return WriteSome(P(d, "t/su_own")) ? ModeOutcome(P(d, "t/su_own")) : errno;
   });
@@ -220,6 +238,33 @@ std::vector<Step> Script() {
     int e = E(truncate(P(d, "t/su_trunc"), 1));
     return e != 0 ? e : ModeOutcome(P(d, "t/su_trunc"));
   });
+  as(kA, kAGid, "open(O_TRUNC) by non-owner clears suid and sgid (g+x)", Mode(0777), [=](const std::string& d) {
+    int fd = open(P(d, "t/su_otrunc"), O_WRONLY | O_TRUNC);
+    if (fd < 0) return errno;
+    close(fd);
+    return ModeOutcome(P(d, "t/su_otrunc"));
+  });
+  root("open(O_TRUNC) by root keeps suid and sgid", Mode(06777), [=](const std::string& d) {
+    int fd = open(P(d, "t/su_otrunc_root"), O_WRONLY | O_TRUNC);
+    if (fd < 0) return errno;
+    close(fd);
+    return ModeOutcome(P(d, "t/su_otrunc_root"));
+  });
+  as(kA, kAGid, "truncate by a non-member clears sgid even without g+x", Mode(0666), [=](const std::string& d) {
+    int e = E(truncate(P(d, "t/sg_trunc_noexec"), 3));
+    return e != 0 ? e : ModeOutcome(P(d, "t/sg_trunc_noexec"));
+  });
+  as(kA, kAGid, "ftruncate by non-owner clears suid", Mode(0777), [=](const std::string& d) {
+    int fd = open(P(d, "t/su_ftrunc"), O_WRONLY);
+    if (fd < 0) return errno;
+    int e = E(ftruncate(fd, 0));
+    close(fd);
+    return e != 0 ? e : ModeOutcome(P(d, "t/su_ftrunc"));
+  });
+  root("truncate by root keeps suid and sgid", Mode(06777), [=](const std::string& d) {
+    int e = E(truncate(P(d, "t/su_trunc_root"), 2));
+    return e != 0 ? e : ModeOutcome(P(d, "t/su_trunc_root"));
+  });
   root("chown by root clears suid and sgid (g+x)", Mode(0755), [=](const std::string& d) {
     int e = E(chown(P(d, "t/su_chown"), kB, kG));
     return e != 0 ? e : ModeOutcome(P(d, "t/su_chown"));
@@ -228,9 +273,47 @@ std::vector<Step> Script() {
     int e = E(chown(P(d, "t/sg_chgrp"), -1, kAGid));
     return e != 0 ? e : ModeOutcome(P(d, "t/sg_chgrp"));
   });
+  as(kA, kAGid, "chgrp by the owner, not in the file's group, clears sgid without g+x", Mode(0664), [=](const std::string& d) {
+    int e = E(chown(P(d, "t/sg_chgrp_noexec"), -1, kAGid));
+    return e != 0 ? e : ModeOutcome(P(d, "t/sg_chgrp_noexec"));
+  });
+  root("chown by root to the same owner clears suid and sgid (g+x)", Mode(0755), [=](const std::string& d) {
+    int e = E(chown(P(d, "t/su_chown_same"), 0, 0));
+    return e != 0 ? e : ModeOutcome(P(d, "t/su_chown_same"));
+  });
+  root("chown(-1, -1) by root clears suid", Mode(0755), [=](const std::string& d) {
+    int e = E(chown(P(d, "t/su_chown_none"), -1, -1));
+    return e != 0 ? e : ModeOutcome(P(d, "t/su_chown_none"));
+  });
   root("chown of a directory keeps its sgid", Mode(02777), [=](const std::string& d) {
     int e = E(chown(P(d, "t/sg"), kA, kG));
     return e != 0 ? e : ModeOutcome(P(d, "t/sg"));
+  });
+  // ---- file capabilities: any write drops security.capability
+  root("setup: t/cap_user, t/cap_root 0666 with a file capability; t/cap_late 0666", 0, [=](const std::string& d) {
+    int r = 0;
+    for (const char* n : {"t/cap_user", "t/cap_root", "t/cap_late"}) r += (WriteAll(P(d, n), "c") ? 0 : 1) + E(chmod(P(d, n), 0666));
+    return r + SetFileCap(P(d, "t/cap_user")) + SetFileCap(P(d, "t/cap_root"));
+  });
+  root("the file capability is listed", 1, [=](const std::string& d) { return Lists(P(d, "t/cap_user"), "security.capability"); });
+  as(kA, kAGid, "write by a user drops the file capability", 0, [=](const std::string& d) {
+    return WriteSome(P(d, "t/cap_user")) ? Lists(P(d, "t/cap_user"), "security.capability") : errno;
+  });
+  root("write by root drops the file capability too", 0, [=](const std::string& d) {
+    return WriteSome(P(d, "t/cap_root")) ? Lists(P(d, "t/cap_root"), "security.capability") : errno;
+  });
+  as(kA, kAGid, "writes to a file without capability or set-id", 0, [=](const std::string& d) {
+    for (int i = 0; i < 3; ++i) {
+      if (!WriteSome(P(d, "t/cap_late"))) return errno;
+    }
+    return 0;
+  });
+  root("a capability set after those writes", 1, [=](const std::string& d) {
+    int e = SetFileCap(P(d, "t/cap_late"));
+    return e != 0 ? e + 100 : Lists(P(d, "t/cap_late"), "security.capability");
+  });
+  as(kA, kAGid, "is dropped by the next write", 0, [=](const std::string& d) {
+    return WriteSome(P(d, "t/cap_late")) ? Lists(P(d, "t/cap_late"), "security.capability") : errno;
   });
   // ---- xattr namespaces
   as(kA, kAGid, "user.*: the owner (write permission) sets", 0, [=](const std::string& d) { return E(setxattr(P(d, "t/f"), "user.x", "1", 1, 0)); });

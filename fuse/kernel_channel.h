@@ -1,0 +1,75 @@
+// KernelChannel: the daemon's own read(2) and writev(2) on the /dev/fuse
+// session fds, installed with libfuse's fuse_session_custom_io(), to use one
+// part of the FUSE protocol that Debian's libfuse 3.14 does not pass on:
+// FUSE_HANDLE_KILLPRIV_V2.
+//
+// Why: a FUSE mount without it loses SB_NOSEC, so the kernel asks the daemon
+// for security.capability (a GETXATTR round trip) before EVERY write(2).
+// With FUSE_HANDLE_KILLPRIV_V2 granted at INIT the kernel sets SB_NOSEC: once
+// a write finds no capability and no set-id bit, the inode is marked S_NOSEC
+// and later writes skip the question until its attributes are refreshed. In
+// exchange the daemon clears set-user-ID/set-group-ID itself when the kernel
+// says so (include/uapi/linux/fuse.h): FUSE_WRITE_KILL_SUIDGID in
+// fuse_write_in.write_flags, FATTR_KILL_SUIDGID in fuse_setattr_in.valid and
+// FUSE_OPEN_KILL_SUIDGID in fuse_open_in.open_flags. libfuse 3.14 knows none
+// of these: it masks them out before the callbacks, and it never offers the
+// INIT flag.
+//
+// How: the read hook reads a request as libfuse would and looks at its
+// fixed-width header fields (every offset checked against the bytes read):
+//   - FUSE_INIT: remembers the request's unique and the flags the kernel
+//     offers (flags, plus flags2 << 32 with FUSE_INIT_EXT);
+//   - FUSE_WRITE / FUSE_SETATTR / FUSE_OPEN: notes the kill flag in a
+//     thread_local slot. libfuse runs a request's callback synchronously on
+//     the thread that read it (fuse_session_loop_mt: each worker receives a
+//     buffer and then processes it), so the callback reads the slot with
+//     KillSuidGid(opcode), which also checks the opcode as a guard.
+// The writev hook passes every reply through unchanged except the successful
+// reply to the remembered INIT: there it sets FUSE_HANDLE_KILLPRIV_V2 in
+// fuse_init_out.flags if the kernel offered it and the mount is writable.
+// FUSE_CREATE's FUSE_OPEN_KILL_SUIDGID is ignored on purpose: CREATE makes a
+// new file, and the kernel never truncates (nor clears set-id on) a file
+// that O_CREAT has just made.
+//
+// Splice stays off (MatrixFs::Init clears the splice capabilities), so all
+// requests and replies go through these two hooks; with clone_fd, libfuse
+// calls them with each worker's cloned fd. libfuse closes the fd once, in
+// fuse_session_unmount/fuse_session_destroy, as without custom I/O.
+//
+// Thread-safety: Install is called once, before the session loop; the hooks
+// and the queries are thread-safe (atomics, and a thread_local slot that
+// only its own thread writes). One session per process.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+
+struct fuse_session;
+
+namespace mxfs {
+
+class KernelChannel {
+ public:
+  // Installs the hooks on se's fd; call after fuse_session_mount and before
+  // the loop. With offer_killpriv_v2 false (read-only mounts) the hooks only
+  // watch, and no reply is changed.
+  [[nodiscard]] static Status Install(fuse_session* se, bool offer_killpriv_v2);
+
+  // The requests that can carry the kernel's "kill set-uid/set-gid" flag.
+  enum class Op { kWrite, kSetAttr, kOpen };
+
+  // True when the request the calling thread read last is op and carries
+  // the kill flag. The kernel sets it on writes, truncates and
+  // open(O_TRUNC) only when the caller lacks CAP_FSETID, and on every chown
+  // of a non-directory.
+  static bool KillSuidGid(Op op);
+
+  // True once a successful INIT reply granted FUSE_HANDLE_KILLPRIV_V2.
+  static bool KillPrivV2Granted();
+
+  // The INIT flags the kernel offered (0 before INIT), for the log.
+  static uint64_t KernelInitFlags();
+};
+
+}  // namespace mxfs
