@@ -560,6 +560,7 @@ Status DBImpl::WriteImpl(const WriteOptions& options, WriteBatch* batch) {
       RecordBackgroundError(s, "memtable insert");
     } else {
       versions_->SetLastSequence(last_sequence);
+      if (nvm_) pacer_.Charge(user_bytes, ContainerPaceRate(), NowMicros());
       stat_groups_++;
       if (sync) stat_syncs_++;
       stat_user_bytes_ += user_bytes;
@@ -625,6 +626,18 @@ uint64_t DBImpl::PacingDelayMicros() const {
   return static_cast<uint64_t>(std::min(kMaxDelayMicros, (used - allowed) / wbs * flush_est_us_));
 }
 
+double DBImpl::ContainerPaceRate() const {
+  if (!nvm_ || !ctx_.options.pace_writers_to_container) return 0;
+  int64_t pending = static_cast<int64_t>(mem_->ApproximateMemoryUsage());
+  for (const auto& imm : imms_) pending += static_cast<int64_t>(imm->ApproximateMemoryUsage());
+  const int64_t free_bytes = static_cast<int64_t>(nvm_->container()->allocator().free_pages()) * kPoolPageSize;
+  return pacer_.AllowedRate(free_bytes, pending, ctx_.options.write_buffer_size);
+}
+
+uint64_t DBImpl::ContainerPaceDelay() const {
+  return ContainerPaceRate() > 0 ? pacer_.DelayMicros(NowMicros()) : 0;
+}
+
 Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
   bool allow_delay = !force;
   const int slowdown = ctx_.options.level0_slowdown_writes_trigger;
@@ -642,11 +655,14 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       l.lock();
       stall_slowdown_us_ += NowMicros() - start;
       allow_delay = false;
-    } else if (const uint64_t pace = allow_delay && !force ? PacingDelayMicros() : 0; pace > 0) {
+    } else if (const uint64_t pace = allow_delay && !force ? std::max(PacingDelayMicros(), ContainerPaceDelay()) : 0;
+               pace > 0) {
       // With a pool, a flush (and the container room it may wait for) sets
       // the sustainable rate: a writer ahead of it waits a little now, once
       // per write, instead of filling the memtable at once and then waiting
       // for the whole flush (which leaves whole seconds without a write).
+      // Close to a full container, column compaction's drain rate sets it
+      // (ContainerPacer).
       const uint64_t start = NowMicros();
       l.unlock();
       std::this_thread::sleep_for(std::chrono::microseconds(pace));
@@ -1279,7 +1295,17 @@ Status DBImpl::ColumnCompaction(std::unique_lock<std::mutex>& l) {
   l.lock();
   if (!s.ok()) return s.WithContext("freeing a compacted column of the matrix container");
   versions_->ReinstallCurrent();  // readers now see the container without the column
-  rec.micros = NowMicros() - start;
+  const uint64_t end_us = NowMicros();
+  rec.micros = end_us - start;
+  // The drain rate for writer pacing: back-to-back columns count the gap
+  // between them too (choosing the next column is part of draining).
+  constexpr uint64_t kBackToBackMicros = 100000;
+  const uint64_t from =
+      last_column_end_us_ != 0 && start >= last_column_end_us_ && start - last_column_end_us_ < kBackToBackMicros
+          ? last_column_end_us_
+          : start;
+  pacer_.RecordDrain(column_bytes, end_us - from);
+  last_column_end_us_ = end_us;
   stat_columns_++;
   stat_column_bytes_in_ += column_bytes;
   AddRecord(std::move(rec));

@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "kvcore/container_pacer.h"
 #include "kvcore/db_context.h"
 #include "kvcore/include/db.h"
 #include "kvcore/level0.h"
@@ -84,6 +85,11 @@ class DBImpl final : public DB {
   Status MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force);
   // With a pool: how long a writer ahead of the pending flush waits (mu_).
   uint64_t PacingDelayMicros() const;
+  // With a pool: the rate (bytes/us) writers may keep while the container is
+  // close to full, 0 when unlimited (ContainerPacer; mu_).
+  double ContainerPaceRate() const;
+  // How long the leader waits for the container's pace now (mu_).
+  uint64_t ContainerPaceDelay() const;
   WriteBatch* BuildBatchGroup(Writer** last_writer, bool* sync);
   Status WritableStatus() const;  // OK or why writes are refused (mu_ held)
   void RecordBackgroundError(const Status& s, const char* where);
@@ -169,6 +175,10 @@ class DBImpl final : public DB {
   // a moving average of how long a flush takes.
   uint64_t last_switch_us_ = 0;
   double flush_est_us_ = 0;
+  // Container pacing (mu_): the drain rate of column compaction and the
+  // writers' virtual clock; when the last column compaction ended.
+  ContainerPacer pacer_;
+  uint64_t last_column_end_us_ = 0;
   uint64_t stat_nvm_flush_bytes_ = 0, stat_columns_ = 0, stat_column_bytes_in_ = 0;
   uint64_t stat_column_parallel_ = 0;  // columns merged as parallel sub-ranges
   std::deque<CompactionRecord> recent_;

@@ -113,6 +113,7 @@ struct Flags {
   bool use_hints = true;
   bool use_row_blooms = true;
   int64_t column_compaction_threads = 1;
+  bool container_pacing = true;
 };
 
 enum class FlagType { kBool, kInt, kUint, kDouble, kString };
@@ -179,6 +180,8 @@ std::vector<FlagSpec> FlagTable(Flags* f) {
       {"use_hints", FlagType::kBool, &f->use_hints, "cross-row hints in the matrix container"},
       {"use_row_blooms", FlagType::kBool, &f->use_row_blooms, "DRAM bloom filter per RowTable"},
       {"column_compaction_threads", FlagType::kInt, &f->column_compaction_threads, "column compaction threads"},
+      {"container_pacing", FlagType::kBool, &f->container_pacing,
+       "writers keep to column compaction's drain rate near a full container"},
   };
 }
 
@@ -746,6 +749,7 @@ void Benchmark::Open() {
   o.nvm_size = flags_.nvm_size;
   o.container_share = flags_.container_share;
   o.column_compaction_threads = static_cast<int>(flags_.column_compaction_threads);
+  o.pace_writers_to_container = flags_.container_pacing;
   o.use_cross_row_hints = flags_.use_hints;
   o.use_row_blooms = flags_.use_row_blooms;
   if (!flags_.use_existing_db) {

@@ -50,6 +50,9 @@ struct Options {
   uint64_t nvm_size = 0;
   double container_share = 0.6;  // receiver's share before it becomes the compactor
   int column_compaction_threads = 1;
+  // Close to a full container, writers keep to column compaction's drain
+  // rate instead of running into the full container (kvcore/container_pacer.h).
+  bool pace_writers_to_container = true;
   bool use_cross_row_hints = true;  // off only to measure what they buy
   bool use_row_blooms = true;       // likewise
   // The pool's UUID in 8-4-4-4-12 form (MatrixFS: the superblock's). A new
