@@ -952,12 +952,19 @@ void MatrixFs::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to
   Count(kOpSetAttr);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, EPERM);
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
-  // With FUSE_HANDLE_KILLPRIV_V2 the kernel drops a chown's kill bits
-  // before it sends anything, and flags only chowns that name an owner or a
-  // group. A setattr of ctime alone is what chown(f, -1, -1) leaves (writes
-  // and utimes send mtime with it), and on Linux that still clears set-id.
-  const bool kill = KernelChannel::KillSuidGid(KernelChannel::Op::kSetAttr) ||
-                    (to_set == FUSE_SET_ATTR_CTIME && KernelChannel::KillPrivV2Granted());
+  // With FUSE_HANDLE_KILLPRIV_V2 the kernel's fuse_setattr drops the VFS's
+  // ATTR_KILL_SUID/SGID (and the mode change they imply) before it sends
+  // anything, and flags only chowns that name an owner or a group and
+  // truncates. Two setattrs are left of the other kills, and nothing else
+  // sends them: ctime alone is chown(f, -1, -1) (writes and utimes send
+  // mtime with it), and nothing at all is file_remove_privs of a fallocate
+  // or a write-through write, which the kernel asks only for callers
+  // without CAP_FSETID (uid 0 stands in for it: root's kill of a file
+  // capability alone sends one too, and must keep the set-id bits).
+  bool kill = KernelChannel::KillSuidGid(KernelChannel::Op::kSetAttr);
+  if (!kill && KernelChannel::KillPrivV2Granted()) {
+    kill = to_set == FUSE_SET_ATTR_CTIME || (to_set == 0 && fuse_req_ctx(req)->uid != 0);
+  }
   InodeAttr a;
   Status s = DoSetAttr(req, ino, attr, to_set, kill, &a);
   if (!s.ok()) return ReplyStatus(req, s);

@@ -131,7 +131,8 @@ std::vector<Step> Script() {
     int r = 0;
     for (const char* n : {"t/su_all", "t/sg_noexec", "t/su_own", "t/su_root", "t/su_trunc", "t/su_chown", "t/sg_chgrp",
                           "t/sg_member", "t/su_otrunc", "t/su_otrunc_root", "t/sg_trunc_noexec", "t/su_ftrunc",
-                          "t/sg_chgrp_noexec", "t/su_chown_same", "t/su_chown_none", "t/su_trunc_root"}) {
+                          "t/sg_chgrp_noexec", "t/su_chown_same", "t/su_chown_none", "t/su_trunc_root", "t/su_falloc",
+                          "t/su_falloc_root"}) {
       r += WriteAll(P(d, n), "#!/bin/sh\n") ? 0 : 1;
     }
     r += E(chmod(P(d, "t/su_all"), 06777));
@@ -147,6 +148,7 @@ std::vector<Step> Script() {
     r += E(chown(P(d, "t/sg_chgrp_noexec"), kA, kG)) + E(chmod(P(d, "t/sg_chgrp_noexec"), 02664));
     r += E(chmod(P(d, "t/su_chown_same"), 06755)) + E(chmod(P(d, "t/su_chown_none"), 04755));
     r += E(chmod(P(d, "t/su_trunc_root"), 06777));
+    r += E(chmod(P(d, "t/su_falloc"), 06777)) + E(chmod(P(d, "t/su_falloc_root"), 06777));
     return r;
   });
   root("setup: t/fifo, t/lnk, t/g2 A:G", 0, [=](const std::string& d) {
@@ -264,6 +266,20 @@ std::vector<Step> Script() {
   root("truncate by root keeps suid and sgid", Mode(06777), [=](const std::string& d) {
     int e = E(truncate(P(d, "t/su_trunc_root"), 2));
     return e != 0 ? e : ModeOutcome(P(d, "t/su_trunc_root"));
+  });
+  as(kA, kAGid, "fallocate by non-owner clears suid and sgid (g+x)", Mode(0777), [=](const std::string& d) {
+    int fd = open(P(d, "t/su_falloc"), O_WRONLY);
+    if (fd < 0) return errno;
+    int e = posix_fallocate(fd, 0, 8192);
+    close(fd);
+    return e != 0 ? e : ModeOutcome(P(d, "t/su_falloc"));
+  });
+  root("fallocate by root keeps suid and sgid", Mode(06777), [=](const std::string& d) {
+    int fd = open(P(d, "t/su_falloc_root"), O_WRONLY);
+    if (fd < 0) return errno;
+    int e = posix_fallocate(fd, 0, 8192);
+    close(fd);
+    return e != 0 ? e : ModeOutcome(P(d, "t/su_falloc_root"));
   });
   root("chown by root clears suid and sgid (g+x)", Mode(0755), [=](const std::string& d) {
     int e = E(chown(P(d, "t/su_chown"), kB, kG));
