@@ -1123,6 +1123,7 @@ Status DBImpl::InstallCompaction(Compaction* c, std::unique_lock<std::mutex>& l,
     stat_compactions_++;
     stat_compaction_bytes_read_ += rec->bytes_in;
     stat_compaction_bytes_written_ += bytes_out;
+    if (column) stat_column_bytes_out_ += bytes_out;
     rec->bytes_out = bytes_out;
   }
   return s;
@@ -1533,6 +1534,7 @@ std::string DBImpl::StatsString() const {
   r += "nvm.flush.bytes.written " + Num(stat_nvm_flush_bytes_) + "\n";
   r += "column.compactions " + Num(stat_columns_) + "\n";
   r += "column.bytes.read.nvm " + Num(stat_column_bytes_in_) + "\n";
+  r += "column.bytes.written " + Num(stat_column_bytes_out_) + "\n";
   r += "column.parallel " + Num(stat_column_parallel_) + "\n";
   r += "memtables.immutable " + Num(static_cast<uint64_t>(imms_.size())) + "\n";
   r += "last.sequence " + Num(versions_->LastSequence()) + "\n";
