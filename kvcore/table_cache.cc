@@ -14,7 +14,11 @@ Result<std::shared_ptr<Table>> TableCache::FindTable(uint64_t number, uint64_t f
     }
   }
   const std::string path = TableFileName(ctx_->dbname, number);
-  auto file = ctx_->fs->NewRandomAccessFile(path, ctx_->file_options);
+  // A Get reads one block at a time: pread is cheaper than a one-entry ring
+  // submission for it (BENCHMARKS.md, "readrandom after the load").
+  FileOptions fo = ctx_->file_options;
+  fo.pread_single_reads = true;
+  auto file = ctx_->fs->NewRandomAccessFile(path, fo);
   if (!file) return Err(file.error());
   auto table = Table::Open(ctx_->table_options, std::move(*file), file_size, number);
   if (!table) {

@@ -30,6 +30,11 @@ namespace mxfs {
 struct FileOptions {
   bool direct_io = false;    // O_DIRECT with aligned buffers
   bool use_io_uring = true;  // false forces the pread/pwrite fallback
+  // RandomAccessFile::Read (one synchronous read) through pread(2) instead of
+  // a one-entry io_uring submission; MultiRead still batches through the ring.
+  // For a 4 KiB page-cache hit pread is the cheaper call (kvcore's table reads
+  // set it; BENCHMARKS.md, "readrandom after the load"). Ignored with direct_io.
+  bool pread_single_reads = false;
 };
 
 class SequentialFile {
