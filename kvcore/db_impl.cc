@@ -1182,7 +1182,12 @@ Status DBImpl::ColumnCompaction(std::unique_lock<std::mutex>& l) {
   if (first < l1.size() && busy_l1_.count(l1[first]->number) != 0 &&
       ucmp->Compare(l1[first]->smallest.user_key(), lo_user) <= 0) {
     column_blocked_at_ = leveled_done_;
+    if (column_blocked_since_us_ == 0) column_blocked_since_us_ = NowMicros();
     return Status::OK();
+  }
+  if (column_blocked_since_us_ != 0) {
+    stat_column_blocked_us_ += NowMicros() - column_blocked_since_us_;
+    column_blocked_since_us_ = 0;
   }
   const uint64_t floor_bytes = std::max<uint64_t>(ctx_.options.target_file_size_base / 2, 4096);
   const uint64_t min_bytes =
@@ -1535,6 +1540,7 @@ std::string DBImpl::StatsString() const {
   r += "column.compactions " + Num(stat_columns_) + "\n";
   r += "column.bytes.read.nvm " + Num(stat_column_bytes_in_) + "\n";
   r += "column.bytes.written " + Num(stat_column_bytes_out_) + "\n";
+  r += "column.blocked.micros " + Num(stat_column_blocked_us_) + "\n";
   r += "column.parallel " + Num(stat_column_parallel_) + "\n";
   r += "memtables.immutable " + Num(static_cast<uint64_t>(imms_.size())) + "\n";
   r += "last.sequence " + Num(versions_->LastSequence()) + "\n";

@@ -181,6 +181,9 @@ class DBImpl final : public DB {
   uint64_t last_column_end_us_ = 0;
   uint64_t stat_nvm_flush_bytes_ = 0, stat_columns_ = 0, stat_column_bytes_in_ = 0;
   uint64_t stat_column_bytes_out_ = 0;  // L1 bytes column compactions wrote (part of compaction.bytes.written)
+  // Time column compaction waited for a leveled compaction that held the
+  // L1 table its next column starts in (mu_).
+  uint64_t stat_column_blocked_us_ = 0, column_blocked_since_us_ = 0;
   uint64_t stat_column_parallel_ = 0;  // columns merged as parallel sub-ranges
   std::deque<CompactionRecord> recent_;
 };
