@@ -681,7 +681,9 @@ void MatrixFs::Init(fuse_conn_info* conn) {
   // Set-id clearing is FUSE_HANDLE_KILLPRIV_V2's, which KernelChannel grants
   // in the INIT reply (libfuse 3.14 cannot); never also the older v1.
   conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
-  // splice showed no gain for our request sizes; keep the copy path.
+  // Splice stays off: for large WRITEs it saved daemon CPU but no clear
+  // throughput (BENCHMARKS.md), needs fs.pipe-max-size above 1 MiB, and a
+  // spliced request would bypass KernelChannel's read hook (kill flags).
   conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
   conn->max_write = 1u << 20;
   conn->max_readahead = 1u << 20;
