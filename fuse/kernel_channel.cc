@@ -87,7 +87,7 @@ void Inspect(const char* buf, size_t n) {
 ssize_t ChannelRead(int fd, void* buf, size_t len, void*) {
   ssize_t n = ::read(fd, buf, len);
   if (n > 0) {
-    Inspect(static_cast<const char*>(buf), static_cast<size_t>(n));
+    KernelChannel::ObserveRequest(buf, static_cast<size_t>(n));
   } else {
     int saved = errno;  // libfuse reads errno after a failed read
     tls_last = LastRequest{};
@@ -134,11 +134,7 @@ bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written
   return true;
 }
 
-ssize_t ChannelWritev(int fd, struct iovec* iov, int count, void*) {
-  ssize_t written = 0;
-  if (init_unique.load(std::memory_order_relaxed) != 0 && WriteInitReply(fd, iov, count, &written)) return written;
-  return ::writev(fd, iov, count);
-}
+ssize_t ChannelWritev(int fd, struct iovec* iov, int count, void*) { return KernelChannel::WriteReply(fd, iov, count); }
 
 }  // namespace
 
@@ -149,7 +145,7 @@ Status KernelChannel::Install(fuse_session* se, bool offer_killpriv_v2) {
       .splice_receive = nullptr,
       .splice_send = nullptr,
   };
-  offer_v2.store(offer_killpriv_v2);
+  SetOffer(offer_killpriv_v2);
   int fd = fuse_session_fd(se);
   if (fd < 0) return Status::InvalidArgument("KernelChannel: the FUSE session has no fd (not mounted yet?)");
   int rc = fuse_session_custom_io(se, &kIo, fd);
@@ -158,6 +154,16 @@ Status KernelChannel::Install(fuse_session* se, bool offer_killpriv_v2) {
                            std::to_string(rc));
   }
   return Status::OK();
+}
+
+void KernelChannel::SetOffer(bool offer_killpriv_v2) { offer_v2.store(offer_killpriv_v2); }
+
+void KernelChannel::ObserveRequest(const void* buf, size_t n) { Inspect(static_cast<const char*>(buf), n); }
+
+ssize_t KernelChannel::WriteReply(int fd, const struct iovec* iov, int count) {
+  ssize_t written = 0;
+  if (init_unique.load(std::memory_order_relaxed) != 0 && WriteInitReply(fd, iov, count, &written)) return written;
+  return ::writev(fd, iov, count);
 }
 
 bool KernelChannel::KillSuidGid(Op op) {

@@ -41,9 +41,14 @@
 // only its own thread writes). One session per process.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstddef>
 #include <cstdint>
 
 #include "base/status.h"
+
+struct iovec;
 
 struct fuse_session;
 
@@ -55,6 +60,17 @@ class KernelChannel {
   // the loop. With offer_killpriv_v2 false (read-only mounts) the hooks only
   // watch, and no reply is changed.
   [[nodiscard]] static Status Install(fuse_session* se, bool offer_killpriv_v2);
+
+  // What Install does besides installing: whether the INIT reply may grant
+  // FUSE_HANDLE_KILLPRIV_V2.
+  static void SetOffer(bool offer_killpriv_v2);
+
+  // The hooks' work, callable without a session (tests): ObserveRequest
+  // parses the n bytes of one request as the read hook does; WriteReply
+  // writes one reply to fd as the writev hook does and returns writev's
+  // result.
+  static void ObserveRequest(const void* buf, size_t n);
+  static ssize_t WriteReply(int fd, const struct iovec* iov, int count);
 
   // The requests that can carry the kernel's "kill set-uid/set-gid" flag.
   enum class Op { kWrite, kSetAttr, kOpen };
