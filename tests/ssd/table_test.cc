@@ -422,3 +422,42 @@ TEST_CASE("Table: reads through O_DIRECT files give the same answers") {
   REQUIRE((*table)->Get(KeyOf(1234), [&](const Slice&, const Slice& v) { value = v.ToString(); }).ok());
   CHECK(value == ValueOf(1234));
 }
+
+TEST_CASE("Table: after Open a Get reads one data block, and none when the pinned filter rules the key out") {
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  KV kv;
+  for (int i = 0; i < 5000; i++) kv[KeyOf(i * 2)] = std::string(300, 'a' + i % 26);
+  const uint64_t size = BuildTable(dir.File("t.sst"), kv);
+  FileOptions fo;
+  fo.pread_single_reads = true;  // as kvcore opens its tables
+  auto file = fs->NewRandomAccessFile(dir.File("t.sst"), fo);
+  REQUIRE(file.has_value());
+  auto table = Table::Open(TableOptions{}, std::move(*file), size, 1);
+  REQUIRE(table.has_value());
+  REQUIRE((*table)->properties().num_data_blocks > 100);
+  // Open read the footer, properties, index and filter; Gets never read them again.
+  const uint64_t after_open = fs->GetStats().read_ops;
+  for (int i = 0; i < 200; i++) {
+    const std::string key = KeyOf(i * 50);
+    std::string got_key, got_value;
+    REQUIRE((*table)->Get(key, [&](const Slice& k, const Slice& v) {
+      got_key = k.ToString();
+      got_value = v.ToString();
+    }).ok());
+    CHECK(got_key == key);
+    CHECK(got_value == kv[key]);
+  }
+  CHECK(fs->GetStats().read_ops == after_open + 200);
+  // Absent keys the filter rejects cost no read at all.
+  int rejected = 0;
+  const uint64_t before_absent = fs->GetStats().read_ops;
+  for (int i = 0; i < 1000; i++) {
+    const std::string absent = KeyOf(i * 2 + 1);
+    if ((*table)->KeyMayMatch(absent)) continue;
+    rejected++;
+    CHECK((*table)->Get(absent, [](const Slice&, const Slice&) {}).IsNotFound());
+  }
+  CHECK(rejected > 950);
+  CHECK(fs->GetStats().read_ops == before_absent);
+}
