@@ -3,7 +3,8 @@
 // man/matrixfs.5).
 //
 // A Block is immutable after Parse and is shared (std::shared_ptr) between
-// the block cache, tables and iterators; an iterator keeps its block alive.
+// the block cache, tables and iterators; an iterator from NewIterator keeps
+// its block alive, a Block::Iter made from a raw pointer borrows it.
 //
 // Thread-safety: a Block is immutable and may be read from many threads; each
 // iterator is used by one thread.
@@ -13,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "base/coding.h"
 #include "base/comparator.h"
 #include "base/iterator.h"
 #include "base/status.h"
@@ -36,8 +38,11 @@ class Block {
   // status that names the offset inside the block.
   static std::unique_ptr<Iterator> NewIterator(std::shared_ptr<const Block> block, const Comparator* cmp);
 
- private:
+  // The iterator NewIterator returns, public so that a point lookup can keep
+  // one on the stack (Table::Get: no heap allocation per block it searches).
   class Iter;
+
+ private:
   struct PrivateTag {};
 
  public:
@@ -50,6 +55,155 @@ class Block {
   std::string data_;
   uint32_t restart_offset_;  // offset of the restart array
   uint32_t num_restarts_;
+};
+
+// Iterates one block. Positions are byte offsets of entries; current_ ==
+// restart_offset_ means !Valid(). Keys are rebuilt into key_ from the prefix
+// compression; value_ points into the block.
+class Block::Iter final : public Iterator {
+ public:
+  // Keeps the block alive.
+  Iter(std::shared_ptr<const Block> block, const Comparator* cmp) : Iter(block.get(), cmp) {
+    owner_ = std::move(block);
+  }
+  // For one lookup on the stack: no allocation, no reference count; the
+  // caller keeps *block alive while the iterator is used.
+  Iter(const Block* block, const Comparator* cmp)
+      : cmp_(cmp),
+        data_(block->data_.data()),
+        restarts_(block->restart_offset_),
+        num_restarts_(block->num_restarts_),
+        current_(restarts_),
+        restart_index_(num_restarts_) {}
+
+  bool Valid() const override { return current_ < restarts_; }
+  Status status() const override { return status_; }
+  Slice key() const override { return Slice(key_); }
+  Slice value() const override { return value_; }
+
+  void Next() override { ParseNextKey(); }
+
+  void Prev() override {
+    const uint32_t original = current_;
+    while (RestartPoint(restart_index_) >= original) {
+      if (restart_index_ == 0) {  // no entry before the first
+        current_ = restarts_;
+        restart_index_ = num_restarts_;
+        return;
+      }
+      restart_index_--;
+    }
+    SeekToRestartPoint(restart_index_);
+    do {
+      if (!ParseNextKey()) return;
+    } while (NextEntryOffset() < original);
+  }
+
+  void Seek(const Slice& target) override {
+    // Binary search for the last restart point whose key is < target.
+    uint32_t left = 0;
+    uint32_t right = num_restarts_ - 1;
+    while (left < right) {
+      uint32_t mid = (left + right + 1) / 2;
+      uint32_t off = RestartPoint(mid);
+      uint32_t shared, non_shared, value_len;
+      const char* p = DecodeEntry(data_ + off, data_ + restarts_, &shared, &non_shared, &value_len);
+      if (p == nullptr || shared != 0) {
+        CorruptionAt(off, "restart entry does not decode as a whole key");
+        return;
+      }
+      if (cmp_->Compare(Slice(p, non_shared), target) < 0) {
+        left = mid;
+      } else {
+        right = mid - 1;
+      }
+    }
+    SeekToRestartPoint(left);
+    for (;;) {
+      if (!ParseNextKey()) return;
+      if (cmp_->Compare(Slice(key_), target) >= 0) return;
+    }
+  }
+
+  void SeekToFirst() override {
+    SeekToRestartPoint(0);
+    ParseNextKey();
+  }
+
+  void SeekToLast() override {
+    SeekToRestartPoint(num_restarts_ - 1);
+    while (ParseNextKey() && NextEntryOffset() < restarts_) {
+    }
+  }
+
+ private:
+  uint32_t RestartPoint(uint32_t i) const { return DecodeFixed32(data_ + restarts_ + 4ull * i); }
+  uint32_t NextEntryOffset() const { return static_cast<uint32_t>((value_.data() + value_.size()) - data_); }
+
+  void SeekToRestartPoint(uint32_t i) {
+    key_.clear();
+    restart_index_ = i;
+    // ParseNextKey starts at the end of value_.
+    value_ = Slice(data_ + RestartPoint(i), 0);
+  }
+
+  // Decodes the three varints of an entry at p; nullptr if they or the bytes
+  // they announce run past limit.
+  static const char* DecodeEntry(const char* p, const char* limit, uint32_t* shared, uint32_t* non_shared,
+                                 uint32_t* value_len) {
+    if (limit - p < 3) return nullptr;
+    *shared = static_cast<unsigned char>(p[0]);
+    *non_shared = static_cast<unsigned char>(p[1]);
+    *value_len = static_cast<unsigned char>(p[2]);
+    if ((*shared | *non_shared | *value_len) < 128) {
+      p += 3;  // fast path: all three fit in one byte
+    } else {
+      if ((p = GetVarint32Ptr(p, limit, shared)) == nullptr) return nullptr;
+      if ((p = GetVarint32Ptr(p, limit, non_shared)) == nullptr) return nullptr;
+      if ((p = GetVarint32Ptr(p, limit, value_len)) == nullptr) return nullptr;
+    }
+    if (static_cast<uint64_t>(limit - p) < static_cast<uint64_t>(*non_shared) + *value_len) return nullptr;
+    return p;
+  }
+
+  void CorruptionAt(uint32_t off, const char* what) {
+    current_ = restarts_;
+    restart_index_ = num_restarts_;
+    key_.clear();
+    value_ = Slice();
+    status_ = Status::Corruption(std::string(what) + " at block offset " + std::to_string(off));
+  }
+
+  bool ParseNextKey() {
+    current_ = NextEntryOffset();
+    if (current_ >= restarts_) {
+      current_ = restarts_;
+      restart_index_ = num_restarts_;
+      return false;
+    }
+    uint32_t shared, non_shared, value_len;
+    const char* p = DecodeEntry(data_ + current_, data_ + restarts_, &shared, &non_shared, &value_len);
+    if (p == nullptr || key_.size() < shared) {
+      CorruptionAt(current_, "malformed block entry");
+      return false;
+    }
+    key_.resize(shared);
+    key_.append(p, non_shared);
+    value_ = Slice(p + non_shared, value_len);
+    while (restart_index_ + 1 < num_restarts_ && RestartPoint(restart_index_ + 1) < current_) restart_index_++;
+    return true;
+  }
+
+  std::shared_ptr<const Block> owner_;  // null for the stack form
+  const Comparator* const cmp_;
+  const char* const data_;
+  const uint32_t restarts_;
+  const uint32_t num_restarts_;
+  uint32_t current_;
+  uint32_t restart_index_;
+  std::string key_;
+  Slice value_;
+  Status status_;
 };
 
 }  // namespace mxfs

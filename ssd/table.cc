@@ -268,29 +268,31 @@ Status Table::Get(const Slice& target, const std::function<void(const Slice& key
                   bool fill_cache) const {
   const Rep* r = rep_.get();
   if (!r->KeyMayMatch(target)) return Status::NotFound("");
-  auto index = r->NewIndexIterator();
-  index->Seek(target);
+  // Both iterators live on the stack (the table pins its index block, the
+  // local shared_ptr the data block): no allocation beyond the block itself.
+  Block::Iter index(r->index_block.get(), r->options.comparator);
+  index.Seek(target);
   // The first entry >= target is in the block the index points at, or (when
   // target falls between that block's last key and its separator) first in
   // the next one.
-  for (int step = 0; step < 2 && index->Valid(); step++, index->Next()) {
+  for (int step = 0; step < 2 && index.Valid(); step++, index.Next()) {
     BlockHandle h;
-    MXFS_RETURN_IF_ERROR(DecodeIndexValue(r, index->value(), &h));
+    MXFS_RETURN_IF_ERROR(DecodeIndexValue(r, index.value(), &h));
     auto block = r->ReadDataBlock(h, fill_cache, r->options.verify_checksums);
     if (!block) return block.error();
-    auto it = Block::NewIterator(std::move(*block), r->options.comparator);
+    Block::Iter it(block->get(), r->options.comparator);
     if (step == 0) {
-      it->Seek(target);
+      it.Seek(target);
     } else {
-      it->SeekToFirst();
+      it.SeekToFirst();
     }
-    if (it->Valid()) {
-      found(it->key(), it->value());
+    if (it.Valid()) {
+      found(it.key(), it.value());
       return Status::OK();
     }
-    if (Status s = it->status(); !s.ok()) return s.WithContext(r->Where("data block", h.offset));
+    if (Status s = it.status(); !s.ok()) return s.WithContext(r->Where("data block", h.offset));
   }
-  if (Status s = index->status(); !s.ok()) return s.WithContext(r->Where("index block", r->footer.index.offset));
+  if (Status s = index.status(); !s.ok()) return s.WithContext(r->Where("index block", r->footer.index.offset));
   return Status::NotFound("");
 }
 

@@ -67,6 +67,35 @@ TEST_CASE("Block: entries round-trip forwards, backwards and by seek") {
   }
 }
 
+TEST_CASE("Block: a stack iterator over a borrowed block seeks like the owning one") {
+  std::map<std::string, std::string> kv;
+  for (int i = 0; i < 300; i += 3) kv[KeyOf(i)] = "v" + std::to_string(i);
+  auto block = BuildBlock(kv, 16);
+  const long refs = block.use_count();
+  for (int i = -1; i < 302; i++) {
+    const std::string target = i < 0 ? std::string() : KeyOf(i);
+    Block::Iter it(block.get(), BytewiseComparator());
+    CHECK(block.use_count() == refs);  // borrows, takes no reference
+    it.Seek(target);
+    auto want = kv.lower_bound(target);
+    if (want == kv.end()) {
+      CHECK_FALSE(it.Valid());
+      continue;
+    }
+    REQUIRE(it.Valid());
+    CHECK(it.key() == Slice(want->first));
+    CHECK(it.value() == Slice(want->second));
+    it.Next();
+    if (++want == kv.end()) {
+      CHECK_FALSE(it.Valid());
+    } else {
+      REQUIRE(it.Valid());
+      CHECK(it.key() == Slice(want->first));
+    }
+    CHECK(it.status().ok());
+  }
+}
+
 TEST_CASE("Block: a restart point every interval, with the whole key stored there") {
   std::map<std::string, std::string> kv;
   for (int i = 0; i < 100; i++) kv[KeyOf(i)] = "v";
