@@ -3,6 +3,7 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -17,18 +18,44 @@
 namespace mxfs {
 namespace {
 
+// FUSE passthrough, protocol 7.40 (include/uapi/linux/fuse.h of Linux 6.9+;
+// the system header here is 7.38, so the few definitions are spelled out).
+constexpr uint64_t kFusePassthrough = 1ull << 37;  // INIT flags (flags2 bit 5)
+constexpr uint32_t kFopenPassthrough = 1u << 7;    // fuse_open_out.open_flags
+// struct fuse_backing_map, the argument of FUSE_DEV_IOC_BACKING_OPEN.
+struct BackingMap {
+  int32_t fd;
+  uint32_t flags;
+  uint64_t padding;
+};
+static_assert(sizeof(BackingMap) == 16);
+constexpr unsigned long kIocBackingOpen = _IOW(FUSE_DEV_IOC_MAGIC, 1, BackingMap);
+constexpr unsigned long kIocBackingClose = _IOW(FUSE_DEV_IOC_MAGIC, 2, uint32_t);
+// In 7.40 fuse_init_out.unused[0] became max_stack_depth and
+// fuse_open_out.padding became backing_id.
+constexpr size_t kMaxStackDepthAt = offsetof(fuse_init_out, unused);
+constexpr size_t kBackingIdAt = offsetof(fuse_open_out, padding);
+static_assert(offsetof(fuse_init_out, flags2) == 32 && kMaxStackDepthAt == 36);
+static_assert(offsetof(fuse_open_out, open_flags) == 8 && kBackingIdAt == 12 && sizeof(fuse_open_out) == 16);
+
 // The request the calling thread read last: its opcode and whether it
 // carries the kernel's kill-set-id flag.
 struct LastRequest {
+  uint64_t unique = 0;
   uint32_t opcode = 0;
   bool kill_suidgid = false;
 };
 thread_local LastRequest tls_last;
+// The backing id SetOpenBackingId left for this thread's OPEN reply (0: none).
+thread_local int32_t tls_backing_id = 0;
 
 std::atomic<bool> offer_v2{false};
 std::atomic<uint64_t> init_unique{0};   // unique of the INIT awaiting its reply (0: none)
 std::atomic<uint64_t> kernel_flags{0};  // what the kernel offered at INIT
 std::atomic<bool> v2_granted{false};
+std::atomic<bool> offer_pt{false};
+std::atomic<bool> pt_granted{false};
+std::atomic<int> session_fd{-1};
 
 // Copies the fixed-width field at [off, off + sizeof(T)) of the request body
 // (the bytes after the fuse_in_header) into *out; false when the request is
@@ -42,12 +69,14 @@ bool Field(const char* body, size_t body_len, size_t off, T* out) {
 
 void Inspect(const char* buf, size_t n) {
   tls_last = LastRequest{};
+  tls_backing_id = 0;
   fuse_in_header h;
   if (n < sizeof(h)) return;
   std::memcpy(&h, buf, sizeof(h));
   if (h.len < sizeof(h) || h.len > n) return;  // malformed: libfuse will reject it
   const char* body = buf + sizeof(h);
   const size_t body_len = h.len - sizeof(h);
+  tls_last.unique = h.unique;
   tls_last.opcode = h.opcode;
   switch (h.opcode) {
     case FUSE_INIT: {
@@ -96,10 +125,12 @@ ssize_t ChannelRead(int fd, void* buf, size_t len, void*) {
   return n;
 }
 
-// The reply to the pending INIT, with FUSE_HANDLE_KILLPRIV_V2 added to
-// fuse_init_out.flags: gathered into one buffer (it is ~80 bytes) and
-// written with one writev, whose result goes to *written. False (nothing
-// written) when iov is not that reply or the grant does not apply.
+// The reply to the pending INIT with what this daemon grants beyond
+// libfuse: FUSE_HANDLE_KILLPRIV_V2 in fuse_init_out.flags, and
+// FUSE_PASSTHROUGH in flags2 with max_stack_depth. Gathered into one buffer
+// (it is ~80 bytes) and written with one writev, whose result goes to
+// *written. False (nothing written) when iov is not that reply or nothing
+// applies.
 bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written) {
   const uint64_t pending = init_unique.load();
   if (pending == 0 || count < 1) return false;
@@ -109,28 +140,79 @@ bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written
   if (oh.unique != pending) return false;
   init_unique.store(0);
   const uint64_t offered = kernel_flags.load();
-  if (oh.error != 0 || !offer_v2.load() || !(offered & FUSE_HANDLE_KILLPRIV_V2)) return false;
+  const bool v2 = offer_v2.load() && (offered & FUSE_HANDLE_KILLPRIV_V2);
+  const bool pt = offer_pt.load() && (offered & kFusePassthrough) && (offered & FUSE_INIT_EXT);
+  if (oh.error != 0 || (!v2 && !pt)) return false;
   std::string msg;
   for (int i = 0; i < count; ++i) msg.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
   const size_t flags_at = sizeof(fuse_out_header) + offsetof(fuse_init_out, flags);
+  const size_t flags2_at = sizeof(fuse_out_header) + offsetof(fuse_init_out, flags2);
+  const size_t depth_at = sizeof(fuse_out_header) + kMaxStackDepthAt;
   uint32_t flags = 0;
   if (msg.size() < flags_at + sizeof(flags)) {
-    MXFS_LOG_WARN("INIT reply of %zu bytes has no flags field (needs %zu); FUSE_HANDLE_KILLPRIV_V2 not granted",
-                  msg.size(), flags_at + sizeof(flags));
+    MXFS_LOG_WARN("INIT reply of %zu bytes has no flags field (needs %zu); nothing granted", msg.size(),
+                  flags_at + sizeof(flags));
     return false;
   }
   std::memcpy(&flags, msg.data() + flags_at, sizeof(flags));
-  flags |= FUSE_HANDLE_KILLPRIV_V2;
-  flags &= ~static_cast<uint32_t>(FUSE_HANDLE_KILLPRIV);  // v1 means something else; never both
+  if (v2) {
+    flags |= FUSE_HANDLE_KILLPRIV_V2;
+    flags &= ~static_cast<uint32_t>(FUSE_HANDLE_KILLPRIV);  // v1 means something else; never both
+  }
+  bool pt_set = false;
+  if (pt) {
+    if (msg.size() < depth_at + sizeof(uint32_t)) {
+      MXFS_LOG_WARN("INIT reply of %zu bytes has no max_stack_depth field (needs %zu); FUSE_PASSTHROUGH not granted",
+                    msg.size(), depth_at + sizeof(uint32_t));
+    } else {
+      uint32_t flags2 = 0;
+      std::memcpy(&flags2, msg.data() + flags2_at, sizeof(flags2));
+      flags2 |= static_cast<uint32_t>(kFusePassthrough >> 32);
+      std::memcpy(msg.data() + flags2_at, &flags2, sizeof(flags2));
+      const uint32_t depth = 1;
+      std::memcpy(msg.data() + depth_at, &depth, sizeof(depth));
+      flags |= FUSE_INIT_EXT;
+      flags &= ~static_cast<uint32_t>(FUSE_WRITEBACK_CACHE);  // the kernel refuses passthrough with it
+      pt_set = true;
+    }
+  }
   std::memcpy(msg.data() + flags_at, &flags, sizeof(flags));
   struct iovec one = {msg.data(), msg.size()};
   ssize_t n = ::writev(fd, &one, 1);
   *written = n;
   if (n >= 0) {
-    v2_granted.store(true);
-    MXFS_LOG_INFO("FUSE INIT: granted FUSE_HANDLE_KILLPRIV_V2 (kernel flags 0x%llx, reply flags 0x%x)",
+    if (v2) v2_granted.store(true);
+    if (pt_set) pt_granted.store(true);
+    MXFS_LOG_INFO("FUSE INIT: granted%s%s (kernel flags 0x%llx, reply flags 0x%x)",
+                  v2 ? " FUSE_HANDLE_KILLPRIV_V2" : "", pt_set ? " FUSE_PASSTHROUGH" : "",
                   static_cast<unsigned long long>(offered), flags);
   }
+  return true;
+}
+
+// The reply to this thread's FUSE_OPEN with FOPEN_PASSTHROUGH and the
+// backing id SetOpenBackingId left; false (nothing written) when iov is not
+// a successful reply to that request.
+bool WriteOpenReply(int fd, const struct iovec* iov, int count, int32_t backing_id, ssize_t* written) {
+  if (count < 1 || tls_last.opcode != FUSE_OPEN || iov[0].iov_len < sizeof(fuse_out_header)) return false;
+  fuse_out_header oh;
+  std::memcpy(&oh, iov[0].iov_base, sizeof(oh));
+  if (oh.unique != tls_last.unique || oh.error != 0) return false;
+  std::string msg;
+  for (int i = 0; i < count; ++i) msg.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+  if (msg.size() != sizeof(fuse_out_header) + sizeof(fuse_open_out)) {
+    MXFS_LOG_WARN("OPEN reply of %zu bytes, expected %zu; sent without passthrough", msg.size(),
+                  sizeof(fuse_out_header) + sizeof(fuse_open_out));
+    return false;
+  }
+  const size_t open_flags_at = sizeof(fuse_out_header) + offsetof(fuse_open_out, open_flags);
+  uint32_t open_flags = 0;
+  std::memcpy(&open_flags, msg.data() + open_flags_at, sizeof(open_flags));
+  open_flags |= kFopenPassthrough;
+  std::memcpy(msg.data() + open_flags_at, &open_flags, sizeof(open_flags));
+  std::memcpy(msg.data() + sizeof(fuse_out_header) + kBackingIdAt, &backing_id, sizeof(backing_id));
+  struct iovec one = {msg.data(), msg.size()};
+  *written = ::writev(fd, &one, 1);
   return true;
 }
 
@@ -148,6 +230,7 @@ Status KernelChannel::Install(fuse_session* se, bool offer_killpriv_v2) {
   SetOffer(offer_killpriv_v2);
   int fd = fuse_session_fd(se);
   if (fd < 0) return Status::InvalidArgument("KernelChannel: the FUSE session has no fd (not mounted yet?)");
+  SetSessionFd(fd);
   int rc = fuse_session_custom_io(se, &kIo, fd);
   if (rc != 0) {
     return Status::IOError("fuse_session_custom_io on /dev/fuse fd " + std::to_string(fd) + " returned " +
@@ -163,6 +246,11 @@ void KernelChannel::ObserveRequest(const void* buf, size_t n) { Inspect(static_c
 ssize_t KernelChannel::WriteReply(int fd, const struct iovec* iov, int count) {
   ssize_t written = 0;
   if (init_unique.load(std::memory_order_relaxed) != 0 && WriteInitReply(fd, iov, count, &written)) return written;
+  if (tls_backing_id != 0) {
+    const int32_t id = tls_backing_id;
+    tls_backing_id = 0;
+    if (WriteOpenReply(fd, iov, count, id, &written)) return written;
+  }
   return ::writev(fd, iov, count);
 }
 
@@ -174,5 +262,37 @@ bool KernelChannel::KillSuidGid(Op op) {
 bool KernelChannel::KillPrivV2Granted() { return v2_granted.load(); }
 
 uint64_t KernelChannel::KernelInitFlags() { return kernel_flags.load(); }
+
+void KernelChannel::SetPassthrough(bool offer) { offer_pt.store(offer); }
+
+bool KernelChannel::PassthroughGranted() { return pt_granted.load(); }
+
+void KernelChannel::SetSessionFd(int fd) { session_fd.store(fd); }
+
+void KernelChannel::SetOpenBackingId(int32_t backing_id) { tls_backing_id = backing_id; }
+
+Result<int32_t> KernelChannel::BackingOpen(int fd) {
+  const int dev = session_fd.load();
+  if (dev < 0) return Err(Status::InvalidArgument("FUSE_DEV_IOC_BACKING_OPEN: no session fd"));
+  BackingMap map = {.fd = fd, .flags = 0, .padding = 0};
+  int id = ::ioctl(dev, kIocBackingOpen, &map);
+  if (id < 0) {
+    return Err(Status::FromErrno("FUSE_DEV_IOC_BACKING_OPEN of fd " + std::to_string(fd) + " on /dev/fuse fd " +
+                                     std::to_string(dev),
+                                 errno));
+  }
+  if (id == 0) return Err(Status::IOError("FUSE_DEV_IOC_BACKING_OPEN returned backing id 0"));
+  return static_cast<int32_t>(id);
+}
+
+Status KernelChannel::BackingClose(int32_t backing_id) {
+  const int dev = session_fd.load();
+  if (dev < 0) return Status::InvalidArgument("FUSE_DEV_IOC_BACKING_CLOSE: no session fd");
+  uint32_t id = static_cast<uint32_t>(backing_id);
+  if (::ioctl(dev, kIocBackingClose, &id) != 0) {
+    return Status::FromErrno("FUSE_DEV_IOC_BACKING_CLOSE of backing id " + std::to_string(backing_id), errno);
+  }
+  return Status::OK();
+}
 
 }  // namespace mxfs

@@ -31,6 +31,28 @@
 // new file, and the kernel never truncates (nor clears set-id on) a file
 // that O_CREAT has just made.
 //
+// FUSE passthrough (kernel protocol 7.40, Linux 6.9+; -o passthrough): the
+// kernel forwards read/write/mmap of an open FUSE file to a backing file the
+// daemon registered, here a large file's object under the data directory.
+// libfuse 3.14 predates it, so the hooks add it:
+//   - INIT reply: when the kernel offered FUSE_PASSTHROUGH (flags2 bit 5)
+//     and the mount asked for it (SetPassthrough), sets FUSE_INIT_EXT,
+//     FUSE_PASSTHROUGH in flags2 and fuse_init_out.max_stack_depth = 1
+//     (libfuse sends that field as unused[0]; 1: a backing file must not
+//     itself be on a stacked filesystem). The kernel refuses passthrough
+//     together with FUSE_WRITEBACK_CACHE, so the reply also drops that flag
+//     (MatrixFs::Init does not ask for it with the option either).
+//   - OPEN reply: a callback that registered a backing file
+//     (BackingOpen) calls SetOpenBackingId(id) on its own thread right
+//     before fuse_reply_open; the writev hook then sets FOPEN_PASSTHROUGH in
+//     fuse_open_out.open_flags and the id in fuse_open_out.backing_id
+//     (libfuse's padding) of that thread's next reply, if that reply is the
+//     successful answer to the FUSE_OPEN the thread read last.
+//   - BackingOpen/BackingClose: the FUSE_DEV_IOC_BACKING_OPEN/CLOSE ioctls
+//     on the session fd (they need CAP_SYS_ADMIN; the kernel keeps its own
+//     reference for every open file, so an id may be closed while files
+//     opened with it stay open).
+//
 // Splice stays off (MatrixFs::Init clears the splice capabilities), so all
 // requests and replies go through these two hooks; with clone_fd, libfuse
 // calls them with each worker's cloned fd. libfuse closes the fd once, in
@@ -86,6 +108,22 @@ class KernelChannel {
 
   // The INIT flags the kernel offered (0 before INIT), for the log.
   static uint64_t KernelInitFlags();
+
+  // Whether the INIT reply may grant FUSE_PASSTHROUGH (-o passthrough).
+  static void SetPassthrough(bool offer);
+  // True once a successful INIT reply granted FUSE_PASSTHROUGH.
+  static bool PassthroughGranted();
+  // Registers fd (an open object) as a backing file with the kernel and
+  // returns its backing id (> 0). The session fd comes from Install (or
+  // SetSessionFd in tests).
+  [[nodiscard]] static Result<int32_t> BackingOpen(int fd);
+  // Drops a backing id BackingOpen returned.
+  [[nodiscard]] static Status BackingClose(int32_t backing_id);
+  static void SetSessionFd(int fd);
+  // The calling thread's next reply, if it answers the FUSE_OPEN the thread
+  // read last with success, opens the file in passthrough mode on
+  // backing_id. Call right before fuse_reply_open; 0 cancels.
+  static void SetOpenBackingId(int32_t backing_id);
 };
 
 }  // namespace mxfs

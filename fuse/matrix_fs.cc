@@ -34,6 +34,9 @@ namespace mxfs {
 namespace {
 
 constexpr uint64_t kInoChunk = 1024;
+// fuse_file_info.fh of a regular file's open the kernel serves through
+// passthrough (the others have 0).
+constexpr uint64_t kPassthroughFh = 1;
 constexpr char kMatrixDirName[] = ".matrixfs";
 constexpr uint64_t kVirtDir = kFirstVirtualIno;
 struct VirtualFile {
@@ -404,6 +407,10 @@ Status MatrixFs::Startup() {
   s = db_->Get(ReadOptions(), SystemKey("mounts"), &v);
   if (s.ok() && v.size() == 8) mounts = DecodeFixed64(v.data());
   generation_ = mounts + 1;
+  // Whether the last mount ended cleanly (S state = clean, or no record).
+  v.clear();
+  s = db_->Get(ReadOptions(), SystemKey("state"), &v);
+  const bool was_clean = !s.ok() || Slice(v) != Slice(kStateMounted);
   v.clear();
   PutFixed64(&v, generation_);
   if (!cfg_.read_only) {
@@ -440,14 +447,40 @@ Status MatrixFs::Startup() {
       if (end != nullptr && *end == '\0' && name.size() == 16) {
         auto a = LoadAttr(ino);
         keep = a && a->storage == Storage::kObject;
-        // A crash while a large file shrank left bytes past its end (see
-        // Truncate): cut them off before a later extension shows them.
+        // An object larger than its inode says, after a crash: a passthrough
+        // writer's bytes (-o passthrough; the kernel wrote them into the
+        // object's page cache, which outlives this daemon, and the size was
+        // to be committed at release or fsync), or a crash while the file
+        // shrank (Truncate commits the smaller size before DoSetAttr cuts the
+        // object), grew (the object is extended before the size commits) or
+        // took a write past its end (the object is written before the size
+        // commits). All take the object's size: the first keeps every byte
+        // the kernel acknowledged; the others restore the state before, or
+        // complete, an operation that was never acknowledged: a shrink's
+        // bytes are all still in the object (the cut is one ftruncate after
+        // the commit), so the file is exactly as before it. The object is
+        // never shorter than its inode. After a clean unmount every size
+        // was committed (the last release commits passthrough sizes), so a
+        // longer object there is cut as before, never shown.
         struct stat ost;
         const std::string opath = DataPath(datadir_) + "/" + name;
         if (keep && ::stat(opath.c_str(), &ost) == 0 && static_cast<uint64_t>(ost.st_size) > a->size &&
-            ::truncate(opath.c_str(), static_cast<off_t>(a->size)) != 0) {
-          return Status::FromErrno("cutting " + opath + " to its inode's " + std::to_string(a->size) + " bytes",
-                                   errno);
+            was_clean) {
+          if (::truncate(opath.c_str(), static_cast<off_t>(a->size)) != 0) {
+            return Status::FromErrno("cutting " + opath + " to its inode's " + std::to_string(a->size) + " bytes",
+                                     errno);
+          }
+        } else if (keep && ::stat(opath.c_str(), &ost) == 0 && static_cast<uint64_t>(ost.st_size) > a->size) {
+          InodeAttr adopted = *a;
+          adopted.size = static_cast<uint64_t>(ost.st_size);
+          adopted.mtime_ns = std::max(adopted.mtime_ns, FromTimespec(ost.st_mtim));
+          adopted.ctime_ns = std::max(adopted.ctime_ns, adopted.mtime_ns);
+          WriteBatch b;
+          b.Put(InodeKey(ino), EncodeInodeAttr(adopted));
+          MXFS_RETURN_IF_ERROR(db_->Write(CommitOptions(), &b).WithContext(
+              "adopting the " + std::to_string(ost.st_size) + " bytes of " + opath + " into inode " +
+              std::to_string(ino) + " (recorded " + std::to_string(a->size) + ")"));
+          ++objects_adopted_;
         }
       }
       if (!keep) {
@@ -463,6 +496,10 @@ Status MatrixFs::Startup() {
   if (!ra) return ra.error().WithContext("reading the root directory");
   root.attr = *ra;
   root.have_attr = true;
+  if (objects_adopted_) {
+    MXFS_LOG_INFO("%s: %" PRIu64 " large files took over their objects' larger size", datadir_.c_str(),
+                  objects_adopted_);
+  }
   if (orphans_reclaimed_ || objects_collected_) {
     MXFS_LOG_INFO("%s: reclaimed %" PRIu64 " orphan inodes and %" PRIu64 " unreferenced objects",
                   datadir_.c_str(), orphans_reclaimed_, objects_collected_);
@@ -488,6 +525,7 @@ Result<InodeAttr> MatrixFs::LoadAttr(uint64_t ino) {
   Node* n = FindNode(ino);
   if (n != nullptr && n->have_attr) {
     if (n->deleted) return Err(Errno(ENOENT, "inode deleted"));
+    if (n->pt_opens > 0) ReconcileObject(n);
     return n->attr;
   }
   std::string v;
@@ -502,8 +540,74 @@ Result<InodeAttr> MatrixFs::LoadAttr(uint64_t ino) {
   if (n != nullptr) {
     n->attr = a;
     n->have_attr = true;
+    if (n->pt_opens > 0) {
+      ReconcileObject(n);
+      return n->attr;
+    }
   }
   return a;
+}
+
+void MatrixFs::ReconcileObject(Node* n) {
+  if (!n->object || n->attr.storage != Storage::kObject) return;
+  struct stat ost;
+  if (::fstat(n->object->fd(), &ost) != 0) return;  // the attributes stay as recorded
+  if (static_cast<uint64_t>(ost.st_size) > n->attr.size) {
+    n->attr.size = static_cast<uint64_t>(ost.st_size);
+    n->pt_dirty = true;
+  }
+  const int64_t mtime = FromTimespec(ost.st_mtim);
+  if (mtime != n->pt_mtime_ns) {
+    // Written through the kernel since we last looked (or cut by Truncate,
+    // which sets mtime to about the same time anyway).
+    n->pt_mtime_ns = mtime;
+    n->attr.mtime_ns = n->attr.ctime_ns = mtime;
+    n->pt_dirty = true;
+  }
+}
+
+Status MatrixFs::CommitReconciled(uint64_t ino) {
+  Node* n = FindNode(ino);
+  if (n == nullptr || n->deleted || !n->have_attr) return Status::OK();
+  if (n->pt_opens > 0) ReconcileObject(n);
+  if (!n->pt_dirty) return Status::OK();
+  Txn txn(this);
+  auto a = txn.Attr(ino);
+  if (!a) return a.error();
+  return Commit(&txn);
+}
+
+int32_t MatrixFs::PassthroughOpen(uint64_t ino, const InodeAttr& a) {
+  Node* n = FindNode(ino);
+  if (n == nullptr) return 0;
+  if (n->pt_opens > 0) {
+    // Every open of an inode in passthrough mode must be (the kernel refuses
+    // a cached open meanwhile, and the other way round).
+    n->pt_opens++;
+    return n->backing_id;
+  }
+  if (!cfg_.passthrough || !KernelChannel::PassthroughGranted() || passthrough_off_.load() || !a.IsReg() ||
+      a.storage != Storage::kObject || n->open_count != 1) {
+    return 0;  // not a large file, or normal opens are there: the normal path
+  }
+  auto obj = ObjectFor(ino, false);
+  if (!obj) {
+    MXFS_LOG_WARN("inode %" PRIu64 ": no object for passthrough (%s); normal path", ino, obj.error().ToString().c_str());
+    return 0;
+  }
+  struct stat ost;
+  if (::fstat((*obj)->fd(), &ost) != 0) return 0;
+  auto id = KernelChannel::BackingOpen((*obj)->fd());
+  if (!id) {
+    if (!passthrough_off_.exchange(true)) {
+      MXFS_LOG_ERROR("passthrough off for this mount: %s", id.error().ToString().c_str());
+    }
+    return 0;
+  }
+  n->backing_id = *id;
+  n->pt_opens = 1;
+  n->pt_mtime_ns = FromTimespec(ost.st_mtim);
+  return n->backing_id;
 }
 
 Result<DirEntry> MatrixFs::LookupEntry(uint64_t parent, const std::string& name) {
@@ -562,6 +666,7 @@ Status MatrixFs::Commit(Txn* txn) {
     if (Node* n = FindNode(ino)) {
       n->attr = a;
       n->have_attr = true;
+      n->pt_dirty = false;
       if (txn->deleted_.count(ino)) {
         n->deleted = true;
         n->attr.nlink = 0;
@@ -671,7 +776,8 @@ void MatrixFs::Init(fuse_conn_info* conn) {
   auto want = [conn](unsigned cap) {
     if (conn->capable & cap) conn->want |= cap;
   };
-  if (!cfg_.read_only) want(FUSE_CAP_WRITEBACK_CACHE);
+  // The kernel refuses FUSE passthrough together with the writeback cache.
+  if (!cfg_.read_only && !cfg_.passthrough) want(FUSE_CAP_WRITEBACK_CACHE);
   want(FUSE_CAP_READDIRPLUS);
   want(FUSE_CAP_READDIRPLUS_AUTO);
   want(FUSE_CAP_PARALLEL_DIROPS);
@@ -1424,8 +1530,10 @@ Status MatrixFs::Truncate(Txn* txn, uint64_t ino, InodeAttr* a, uint64_t size,
     a->size = size;
     return Status::OK();
   }
-  if (size == 0) {
-    // Back to inline; the object goes after the commit.
+  const Node* pn = FindNode(ino);
+  if (size == 0 && (pn == nullptr || pn->pt_opens == 0)) {
+    // Back to inline; the object goes after the commit. (Not while the
+    // kernel writes the object itself through passthrough: then it is cut.)
     a->storage = Storage::kInline;
     a->size = 0;
     drop_objects->push_back(ino);
@@ -1507,6 +1615,16 @@ void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (!s.ok()) return ReplyStatus(req, s);
   fi->fh = 0;
   fi->keep_cache = 1;
+  if (cfg_.passthrough && !cfg_.read_only) {
+    InodeLocks locks(this, {ino});
+    auto a = LoadAttr(ino);
+    int32_t id = a ? PassthroughOpen(ino, *a) : 0;
+    if (id != 0) {
+      fi->fh = kPassthroughFh;
+      fi->keep_cache = 0;
+      KernelChannel::SetOpenBackingId(id);
+    }
+  }
   if (fuse_reply_open(req, fi) != 0) Release(nullptr, ino, fi);
 }
 
@@ -1642,6 +1760,19 @@ void MatrixFs::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   } else {
     InodeLocks locks(this, {ino});
     Node* n = FindNode(ino);
+    if (n != nullptr && fi->fh == kPassthroughFh && n->pt_opens > 0 && --n->pt_opens == 0) {
+      // The last passthrough open: what the kernel wrote becomes the inode's
+      // size and mtime, then the backing id goes (files the kernel still
+      // holds keep their own reference to the backing file).
+      Status s = CommitReconciled(ino);
+      if (!s.ok()) {
+        MXFS_LOG_ERROR("inode %" PRIu64 ": committing the size written through passthrough: %s (the next mount "
+                       "takes it from the object)", ino, s.ToString().c_str());
+      }
+      s = KernelChannel::BackingClose(n->backing_id);
+      if (!s.ok()) MXFS_LOG_WARN("inode %" PRIu64 ": %s", ino, s.ToString().c_str());
+      n->backing_id = 0;
+    }
     if (n != nullptr && n->open_count > 0) {
       n->open_count--;
       if (n->open_count == 0) {
@@ -1669,7 +1800,14 @@ void MatrixFs::Fsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
     }
   }
   // Inline data and all metadata are durable when their operation returns.
+  // The kernel does not forward fsync to a passthrough file's backing file:
+  // this Sync (the object's whole page cache) makes its data durable, then
+  // the size and mtime it reached are committed.
   if (s.ok() && obj) s = obj->Sync();
+  if (s.ok() && obj && cfg_.passthrough) {
+    InodeLocks locks(this, {ino});
+    s = CommitReconciled(ino);
+  }
   fuse_reply_err(req, ToErrno(s));
 }
 

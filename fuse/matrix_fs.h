@@ -40,6 +40,17 @@
 // invalidates its caches on each reply; the .matrixfs files use 1 s and
 // direct_io instead.
 //
+// FUSE passthrough (-o passthrough): an open of a large (object-backed)
+// file with no normal open beside it registers the object as the kernel's
+// backing file (one backing id per inode, shared by its opens, dropped at
+// the last release), and the kernel then reads, writes and maps the object
+// without us. LoadAttr takes the object's larger size and changed mtime over
+// into the cached attributes (so getattr, lookup and every operation's
+// batch see them); the last release and fsync commit them, and after a
+// crash the mount takes an object's larger size over (Startup). Inline
+// files, directories and .matrixfs never pass through; a file that moves
+// to an object while open keeps the normal path until all its opens close.
+//
 // Thread-safety: all public members are thread-safe; the per-inode stripe
 // locks serialise operations on the same inode. A stripe lock is held across
 // the KV write of the operation it protects (that is what makes the
@@ -86,6 +97,10 @@ struct MountConfig {
   // Test only: runs for the root-only control command "faults reload" (re-arms
   // the faults from MXFS_FAULTS_FILE). Empty: the command is refused (EINVAL).
   std::function<Status()> faults_reload;
+  // -o passthrough: opens of large (object-backed) files are forwarded by
+  // the kernel to the object (FUSE passthrough, see KernelChannel), and the
+  // writeback cache stays off (the kernel refuses the two together).
+  bool passthrough = false;
 };
 
 // Maps a Status to the errno a FUSE reply carries (the one place this happens).
@@ -178,6 +193,14 @@ class MatrixFs {
     bool deleted = false;  // the inode is gone from the KV; attr keeps nlink 0
     InodeAttr attr;
     std::shared_ptr<RandomRWFile> object;
+    // FUSE passthrough (-o passthrough): how many of the open_count opens
+    // the kernel serves from the object itself, the backing id they share
+    // (registered at the first, dropped at the last release), and the
+    // object's mtime when the attributes last took it over (ReconcileObject).
+    uint32_t pt_opens = 0;
+    int32_t backing_id = 0;
+    int64_t pt_mtime_ns = 0;
+    bool pt_dirty = false;  // attr holds reconciled values not yet committed
   };
   struct Stripe {
     std::mutex mu;
@@ -208,6 +231,16 @@ class MatrixFs {
   Status Startup();
   Result<uint64_t> AllocIno();
   Result<InodeAttr> LoadAttr(uint64_t ino);          // caller holds ino's stripe (or tolerates staleness)
+  // With passthrough opens the kernel writes the object without us: takes
+  // over its size when larger and its mtime when it changed into n->attr
+  // (not committed; Release and Fsync commit it). Caller holds ino's stripe.
+  void ReconcileObject(Node* n);
+  // Commits n->attr when ReconcileObject changed it (caller holds stripe).
+  Status CommitReconciled(uint64_t ino);
+  // Decides whether this open of ino goes through passthrough and, if so,
+  // returns the backing id for the reply (0: the normal path). Caller holds
+  // ino's stripe and has counted the open in open_count.
+  int32_t PassthroughOpen(uint64_t ino, const InodeAttr& a);
   Result<DirEntry> LookupEntry(uint64_t parent, const std::string& name);
   Status Commit(Txn* txn);
   Status DeleteInodeKeys(uint64_t ino, WriteBatch* batch);
@@ -289,6 +322,8 @@ class MatrixFs {
   std::atomic<uint64_t> bytes_written_{0};
   uint64_t orphans_reclaimed_ = 0;
   uint64_t objects_collected_ = 0;
+  uint64_t objects_adopted_ = 0;  // objects whose larger size the mount took over
+  std::atomic<bool> passthrough_off_{false};  // registering a backing file failed (logged once)
 };
 
 }  // namespace mxfs

@@ -1061,6 +1061,18 @@ void Checker::CheckGraph() {
                   Fix::kRepair, "object extended; the missing part reads as zeros")) {
         extend_objects_.emplace_back(path, n.a.size);
       }
+    } else if (static_cast<uint64_t>(st.st_size) > n.a.size && !clean_) {
+      // After a crash: bytes a FUSE passthrough writer put into the object
+      // whose size was not committed yet, or an interrupted shrink, growth or
+      // write (MatrixFs::Startup). The mount takes the object's size over;
+      // -p/-y do it now. On a cleanly unmounted instance the mount cuts the
+      // object instead, as it always did, so that is not reported.
+      if (Leftover("inode " + std::to_string(ino) + " " + PathOf(ino) + ": object " + path + " has " +
+                       std::to_string(st.st_size) + " bytes, the inode says " + std::to_string(n.a.size),
+                   "the inode takes the object's size")) {
+        n.a.size = static_cast<uint64_t>(st.st_size);
+        n.dirty = true;
+      }
     }
   }
 

@@ -5,7 +5,8 @@
 // Options (-o): format (format an empty DATADIR first), inline_limit=BYTES,
 // block_size=BYTES, label=TEXT, pool[=PATH], pool_size=BYTES (with format),
 // container_share=F (stored with format, else overrides the stored share),
-// allow_other,
+// passthrough (the kernel reads and writes large files' objects itself; no
+// writeback cache), allow_other,
 // default_permissions (always on), ro, debug; allow_other is implied when
 // root mounts (as for a kernel filesystem); the kernel's generic mount
 // options (nosuid, nodev, noexec, noatime, ...) pass through; fstab-only
@@ -61,6 +62,7 @@ struct Args {
   bool read_only = false;
   bool allow_other = false;
   double container_share = 0.0;  // -o container_share=F (0: the superblock's)
+  bool fuse_passthrough = false;  // -o passthrough (FUSE passthrough for large files)
   Superblock sb = Superblock::New();
   std::vector<std::string> passthrough;  // kernel/libfuse mount options
 };
@@ -81,6 +83,8 @@ struct Args {
                "                     half the free space of the pool's filesystem)\n"
                "  -o container_share=F  receiver's share of the matrix container for this mount\n"
                "                     (0 < F < 1; default: the one stored by mkfs, 0.6)\n"
+               "  -o passthrough     the kernel reads and writes large files' objects directly\n"
+               "                     (FUSE passthrough; turns the writeback cache off)\n"
                "  -o allow_other     let other users access the mount (implied for root)\n"
                "  -o ro              mount read-only\n");
   std::exit(msg ? 2 : 0);
@@ -152,6 +156,7 @@ void ParseOptions(const std::string& list, Args* a) {
       a->sb.container_share = v;
     }
     else if (key == "debug") a->debug = a->foreground = true;
+    else if (key == "passthrough") a->fuse_passthrough = true;
     else if (key == "ro") { a->read_only = true; a->passthrough.push_back("ro"); }
     else if (key == "rw") a->read_only = false;
     else if (key == "allow_other") a->allow_other = true;
@@ -267,6 +272,7 @@ int Serve(const Args& a, int report_fd) {
   }
   cfg.mountpoint = Absolute(a.mountpoint);
   cfg.container_share = a.container_share;
+  cfg.passthrough = a.fuse_passthrough;
   auto fs = MatrixFs::Open(a.datadir, cfg);
   if (!fs) {
     Report(report_fd, fs.error().ToString());
@@ -300,6 +306,7 @@ int Serve(const Args& a, int report_fd) {
   // Our own read/writev on the session fd: FUSE_HANDLE_KILLPRIV_V2, which
   // spares a GETXATTR round trip per write(2) (fuse/kernel_channel.h).
   // Without it the mount still works as before, so a failure only warns.
+  KernelChannel::SetPassthrough(a.fuse_passthrough && !a.read_only);
   if (Status s = KernelChannel::Install(se, !a.read_only); !s.ok()) {
     MXFS_LOG_WARN("FUSE_HANDLE_KILLPRIV_V2 not offered: %s", s.ToString().c_str());
   }
