@@ -4,10 +4,14 @@
 // disk, that the daemon really stopped seeing the WRITEs, that sizes and
 // mtimes the kernel produced reach the inode, and that kill -9 of the daemon
 // loses nothing the kernel acknowledged.
+#include <linux/fuse.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 
 #include <random>
 
+#include "base/unique_fd.h"
+#include "fuse/kernel_channel.h"
 #include "tests/fuse/mount_fixture.h"
 
 using mxfs_test::MountFixture;
@@ -51,7 +55,130 @@ std::string Fsck(const MountFixture& m, int* rc) {
   return out;
 }
 
+// One raw request: fuse_in_header + body.
+template <typename Body>
+std::string RawRequest(uint32_t opcode, uint64_t unique, const Body& body) {
+  fuse_in_header h;
+  std::memset(&h, 0, sizeof(h));
+  h.len = static_cast<uint32_t>(sizeof(h) + sizeof(body));
+  h.opcode = opcode;
+  h.unique = unique;
+  std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
+  out.append(reinterpret_cast<const char*>(&body), sizeof(body));
+  return out;
+}
+
+// Writes header + body as a reply for unique through KernelChannel's writev
+// hook into a pipe and returns what came out.
+template <typename Body>
+std::string ReplyThrough(uint64_t unique, int32_t error, const Body& body) {
+  int p[2];
+  REQUIRE(pipe(p) == 0);
+  mxfs::UniqueFd r(p[0]), w(p[1]);
+  fuse_out_header oh;
+  std::memset(&oh, 0, sizeof(oh));
+  oh.unique = unique;
+  oh.error = error;
+  oh.len = static_cast<uint32_t>(sizeof(oh) + sizeof(body));
+  struct iovec iov[2] = {{&oh, sizeof(oh)}, {const_cast<Body*>(&body), sizeof(body)}};
+  ssize_t n = mxfs::KernelChannel::WriteReply(w.get(), iov, 2);
+  REQUIRE(n == static_cast<ssize_t>(sizeof(oh) + sizeof(body)));
+  std::string got(static_cast<size_t>(n), '\0');
+  REQUIRE(read(r.get(), got.data(), got.size()) == n);
+  return got;
+}
+
+template <typename T>
+T At(const std::string& reply, size_t off) {
+  T v;
+  std::memcpy(&v, reply.data() + sizeof(fuse_out_header) + off, sizeof(v));
+  return v;
+}
+
 }  // namespace
+
+TEST_CASE("KernelChannel: the INIT reply grants FUSE_PASSTHROUGH with max_stack_depth 1 and no writeback cache, "
+          "only if both sides want it", "[fuse][passthrough]") {
+  using mxfs::KernelChannel;
+  constexpr uint32_t kPassthroughFlags2 = 1u << 5;  // FUSE_PASSTHROUGH >> 32
+  KernelChannel::SetOffer(false);
+  fuse_init_in in;
+  std::memset(&in, 0, sizeof(in));
+  in.major = FUSE_KERNEL_VERSION;
+  in.minor = FUSE_KERNEL_MINOR_VERSION;
+  in.flags = FUSE_INIT_EXT | FUSE_WRITEBACK_CACHE;
+  in.flags2 = kPassthroughFlags2;
+  fuse_init_out out;
+  std::memset(&out, 0, sizeof(out));
+  out.major = FUSE_KERNEL_VERSION;
+  out.flags = FUSE_WRITEBACK_CACHE | FUSE_ASYNC_READ;
+
+  // The mount did not ask (no -o passthrough): unchanged.
+  KernelChannel::SetPassthrough(false);
+  std::string req = RawRequest(FUSE_INIT, 200, in);
+  KernelChannel::ObserveRequest(req.data(), req.size());
+  std::string plain = ReplyThrough(200, 0, out);
+  CHECK(At<uint32_t>(plain, offsetof(fuse_init_out, flags2)) == 0);
+  CHECK(At<uint32_t>(plain, offsetof(fuse_init_out, flags)) == (FUSE_WRITEBACK_CACHE | FUSE_ASYNC_READ));
+
+  // The kernel does not offer it: unchanged.
+  KernelChannel::SetPassthrough(true);
+  fuse_init_in old = in;
+  old.flags2 = 0;
+  req = RawRequest(FUSE_INIT, 201, old);
+  KernelChannel::ObserveRequest(req.data(), req.size());
+  std::string unoffered = ReplyThrough(201, 0, out);
+  CHECK(At<uint32_t>(unoffered, offsetof(fuse_init_out, flags2)) == 0);
+  CHECK(At<uint32_t>(unoffered, offsetof(fuse_init_out, unused)) == 0);
+  CHECK(At<uint32_t>(unoffered, offsetof(fuse_init_out, flags)) == (FUSE_WRITEBACK_CACHE | FUSE_ASYNC_READ));
+
+  // Both: granted in the reply to that INIT only.
+  req = RawRequest(FUSE_INIT, 202, in);
+  KernelChannel::ObserveRequest(req.data(), req.size());
+  CHECK(At<uint32_t>(ReplyThrough(99, 0, out), offsetof(fuse_init_out, flags2)) == 0);
+  std::string granted = ReplyThrough(202, 0, out);
+  CHECK(At<uint32_t>(granted, offsetof(fuse_init_out, flags2)) == kPassthroughFlags2);
+  CHECK(At<uint32_t>(granted, offsetof(fuse_init_out, unused)) == 1);  // max_stack_depth
+  CHECK(At<uint32_t>(granted, offsetof(fuse_init_out, flags)) == (FUSE_INIT_EXT | FUSE_ASYNC_READ));
+  CHECK(KernelChannel::PassthroughGranted());
+  KernelChannel::SetPassthrough(false);
+}
+
+TEST_CASE("KernelChannel: only this thread's successful OPEN reply carries FOPEN_PASSTHROUGH and the backing id",
+          "[fuse][passthrough]") {
+  using mxfs::KernelChannel;
+  constexpr uint32_t kFopenPassthrough = 1u << 7;
+  fuse_open_in in;
+  std::memset(&in, 0, sizeof(in));
+  in.flags = O_RDWR;
+  fuse_open_out out;
+  std::memset(&out, 0, sizeof(out));
+  out.open_flags = FOPEN_KEEP_CACHE;
+  std::string req = RawRequest(FUSE_OPEN, 300, in);
+
+  KernelChannel::ObserveRequest(req.data(), req.size());
+  KernelChannel::SetOpenBackingId(7);
+  std::string pt = ReplyThrough(300, 0, out);
+  CHECK(At<uint32_t>(pt, offsetof(fuse_open_out, open_flags)) == (FOPEN_KEEP_CACHE | kFopenPassthrough));
+  CHECK(At<int32_t>(pt, offsetof(fuse_open_out, padding)) == 7);
+  // Used once.
+  std::string again = ReplyThrough(300, 0, out);
+  CHECK(At<uint32_t>(again, offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
+  CHECK(At<uint32_t>(again, offsetof(fuse_open_out, padding)) == 0);
+  // Another request's reply, or an error, stays as written.
+  KernelChannel::SetOpenBackingId(8);
+  CHECK(At<uint32_t>(ReplyThrough(301, 0, out), offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
+  KernelChannel::SetOpenBackingId(8);
+  CHECK(At<uint32_t>(ReplyThrough(300, -ENOENT, out), offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
+  // The id set on another thread does not touch this thread's reply.
+  KernelChannel::ObserveRequest(req.data(), req.size());
+  std::thread([] { KernelChannel::SetOpenBackingId(9); }).join();
+  CHECK(At<uint32_t>(ReplyThrough(300, 0, out), offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
+  // A new request read on this thread cancels a pending id.
+  KernelChannel::SetOpenBackingId(10);
+  KernelChannel::ObserveRequest(req.data(), req.size());
+  CHECK(At<uint32_t>(ReplyThrough(300, 0, out), offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
+}
 
 TEST_CASE("Passthrough: reads, writes, appends, truncates and mmap of a large file match a reference file",
           "[fuse][passthrough]") {
