@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # fs_vs_ext4.sh — MatrixFS side by side with ext4 (a directory on the same
 # disk), tmpfs, and libfuse's passthrough_ll example (FUSE over the same ext4
-# directory), in one invocation, with the same workloads:
+# directory), in one invocation, with the same workloads; matrixfs-pt is
+# MatrixFS mounted with -o passthrough (the kernel reads and writes large
+# files' objects itself, no writeback cache):
 #
 #   fs_mark 4 KiB files, no sync (-S 0) and fsync before close (-S 1)
 #   fsbench stat storm over existing and over missing names
@@ -17,10 +19,11 @@
 #   --direct   fio with O_DIRECT (honest device numbers; FUSE targets then
 #              bypass the page cache too). Without it fio is buffered, with
 #              end_fsync=1 for writes and caches dropped before reads.
-#   --only     comma list of targets among matrixfs,ext4,tmpfs,passthrough
+#   --only     comma list of targets among matrixfs,matrixfs-pt,ext4,tmpfs,
+#              passthrough (default: all but matrixfs-pt)
 #
 # Prints one table (rows: workloads; columns: targets, then MatrixFS/ext4
-# and MatrixFS/passthrough ratios). Needs root (mounts, drop_caches).
+# and MatrixFS/passthrough ratios, and matrixfs-pt/ext4 when both ran). Needs root (mounts, drop_caches).
 set -Eeuo pipefail
 trap 'echo "fs_vs_ext4.sh: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 
@@ -53,7 +56,7 @@ done
 [ "$(id -u)" -eq 0 ] || { echo "fs_vs_ext4.sh: needs root (mounts, drop_caches)" >&2; exit 1; }
 bin="$top/$build/bin"
 need=(fsbench)
-[[ ",$only," == *",matrixfs,"* ]] && need+=(matrixfs)
+[[ ",$only," == *",matrixfs,"* || ",$only," == *",matrixfs-pt,"* ]] && need+=(matrixfs)
 for t in "${need[@]}"; do
   [ -x "$bin/$t" ] || { echo "fs_vs_ext4.sh: $bin/$t is missing; run 'make' first" >&2; exit 1; }
 done
@@ -108,9 +111,15 @@ if want matrixfs; then
   mounts+=("$work/mxfs-mnt")
   dir_of[matrixfs]="$work/mxfs-mnt"
 fi
+if want matrixfs-pt; then
+  mkdir -p "$work/mxfs-pt-data" "$work/mxfs-pt-mnt"
+  "$bin/matrixfs" "$work/mxfs-pt-data" "$work/mxfs-pt-mnt" -o format,pool="$shm/pool-pt",passthrough
+  mounts+=("$work/mxfs-pt-mnt")
+  dir_of[matrixfs-pt]="$work/mxfs-pt-mnt"
+fi
 
 targets=()
-for t in matrixfs ext4 tmpfs passthrough; do want $t && targets+=("$t"); done
+for t in matrixfs matrixfs-pt ext4 tmpfs passthrough; do want $t && targets+=("$t"); done
 declare -A res
 
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
@@ -138,19 +147,22 @@ fio_run() {  # target rw bs -> MiB/s
 
 rate() { grep "^$1:" | awk '{print $(NF-1)}' | tail -1; }
 
-# MatrixFS: all FUSE requests so far (the "requests" line of .matrixfs/stats).
+# MatrixFS target $1: all FUSE requests so far (the "requests" line of
+# .matrixfs/stats).
 mxfs_requests() {
-  grep '^requests' "${dir_of[matrixfs]}/.matrixfs/stats" | tr ' ' '\n' | awk -F= 'NF == 2 {s += $2} END {print s + 0}'
+  grep '^requests' "${dir_of[$1]}/.matrixfs/stats" | tr ' ' '\n' | awk -F= 'NF == 2 {s += $2} END {print s + 0}'
 }
 
 for t in "${targets[@]}"; do
   echo "== $t (${dir_of[$t]})" >&2
-  [ "$t" = matrixfs ] && r0=$(mxfs_requests)
+  mx=0
+  [[ $t == matrixfs* ]] && mx=1
+  [ $mx = 1 ] && r0=$(mxfs_requests "$t")
   res[$t,fsmark_nosync]=$(fsmark "$t" 0)
-  [ "$t" = matrixfs ] && r1=$(mxfs_requests)
+  [ $mx = 1 ] && r1=$(mxfs_requests "$t")
   res[$t,fsmark_fsync]=$(fsmark "$t" 1)
-  [ "$t" = matrixfs ] && r2=$(mxfs_requests) &&
-    echo "matrixfs FUSE requests per fs_mark file: $(python3 -c "print('%.2f no sync, %.2f with fsync' % (($r1 - $r0) / $files, ($r2 - $r1) / $files))")" >&2
+  [ $mx = 1 ] && r2=$(mxfs_requests "$t") &&
+    echo "$t FUSE requests per fs_mark file: $(python3 -c "print('%.2f no sync, %.2f with fsync' % (($r1 - $r0) / $files, ($r2 - $r1) / $files))")" >&2
   out=$("$bin/fsbench" stat "${dir_of[$t]}/stat" "$statn" 5)
   res[$t,stat_existing]=$(rate stat-existing <<<"$out")
   res[$t,stat_missing]=$(rate stat-missing <<<"$out")
@@ -171,6 +183,7 @@ printf '%-18s %-9s' workload unit
 for t in "${targets[@]}"; do printf ' %12s' "$t"; done
 want matrixfs && want ext4 && printf ' %10s' "mxfs/ext4"
 want matrixfs && want passthrough && printf ' %10s' "mxfs/pt"
+want matrixfs-pt && want ext4 && printf ' %10s' "mxpt/ext4"
 echo
 set -- $units
 for r in $rows; do
@@ -180,5 +193,6 @@ for r in $rows; do
   ratio() { python3 -c "a,b='$1','$2'; print('%.2fx' % (float(a)/float(b)) if a and b and float(b) > 0 else 'n/a')" 2>/dev/null || echo n/a; }
   want matrixfs && want ext4 && printf ' %10s' "$(ratio "${res[matrixfs,$r]:-}" "${res[ext4,$r]:-}")"
   want matrixfs && want passthrough && printf ' %10s' "$(ratio "${res[matrixfs,$r]:-}" "${res[passthrough,$r]:-}")"
+  want matrixfs-pt && want ext4 && printf ' %10s' "$(ratio "${res[matrixfs-pt,$r]:-}" "${res[ext4,$r]:-}")"
   echo
 done
