@@ -1760,10 +1760,11 @@ void MatrixFs::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   } else {
     InodeLocks locks(this, {ino});
     Node* n = FindNode(ino);
-    if (n != nullptr && fi->fh == kPassthroughFh && n->pt_opens > 0 && --n->pt_opens == 0) {
+    if (n != nullptr && fi->fh == kPassthroughFh && n->pt_opens == 1) {
       // The last passthrough open: what the kernel wrote becomes the inode's
-      // size and mtime, then the backing id goes (files the kernel still
-      // holds keep their own reference to the backing file).
+      // size and mtime (reconciled while pt_opens still counts this open),
+      // then the backing id goes (files the kernel still holds keep their
+      // own reference to the backing file).
       Status s = CommitReconciled(ino);
       if (!s.ok()) {
         MXFS_LOG_ERROR("inode %" PRIu64 ": committing the size written through passthrough: %s (the next mount "
@@ -1772,6 +1773,9 @@ void MatrixFs::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       s = KernelChannel::BackingClose(n->backing_id);
       if (!s.ok()) MXFS_LOG_WARN("inode %" PRIu64 ": %s", ino, s.ToString().c_str());
       n->backing_id = 0;
+      n->pt_opens = 0;
+    } else if (n != nullptr && fi->fh == kPassthroughFh && n->pt_opens > 1) {
+      n->pt_opens--;
     }
     if (n != nullptr && n->open_count > 0) {
       n->open_count--;

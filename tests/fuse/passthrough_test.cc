@@ -302,6 +302,34 @@ TEST_CASE("Passthrough: stat shows the size and mtime the kernel's writes produc
   CHECK(again.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
 }
 
+TEST_CASE("Passthrough: the size the kernel's writes reached is committed at close, with nothing asking for it "
+          "before", "[fuse][passthrough]") {
+  MountFixture m("allow_other,passthrough");
+  const std::string f = m.P("appended");
+  std::string ref = Pattern(kLarge, 40);
+  REQUIRE(WriteAll(f, ref));
+  for (int round = 0; round < 3; ++round) {
+    // Two opens at once: the size must survive the first close too.
+    int a = open(f.c_str(), O_WRONLY | O_APPEND);
+    int b = open(f.c_str(), O_RDONLY);
+    REQUIRE(a >= 0);
+    REQUIRE(b >= 0);
+    std::string more = Pattern(250000 + static_cast<size_t>(round), 41 + static_cast<uint32_t>(round));
+    REQUIRE(write(a, more.data(), more.size()) == static_cast<ssize_t>(more.size()));
+    ref += more;
+    REQUIRE(close(a) == 0);
+    REQUIRE(close(b) == 0);
+  }
+  // A clean unmount right away: no getattr, lookup or fsync came in between.
+  REQUIRE(m.Stop() == 0);
+  int rc = -1;
+  std::string out = Fsck(m, &rc);
+  INFO(out);
+  CHECK(rc == 0);
+  m.Start();
+  CHECK(ReadAll(f) == ref);
+}
+
 TEST_CASE("Passthrough: kill -9 of the daemon mid-writer loses no byte written before fsync or close",
           "[fuse][passthrough][crash]") {
   MountFixture m("allow_other,passthrough");
