@@ -237,11 +237,31 @@ MatrixFs::~MatrixFs() { Close().IgnoreError(); }
 
 Status MatrixFs::Close() {
   if (!db_) return Status::OK();
+  // Files still open through passthrough (the daemon ends while the kernel
+  // holds them: SIGTERM, or a lazy unmount): commit what the kernel wrote so
+  // far, and leave the instance unclean, because the kernel may keep writing
+  // their objects after we are gone; the next mount then adopts the larger
+  // objects (Startup) instead of cutting them.
+  uint64_t pt_open = 0;
   for (auto& st : stripes_) {
     std::lock_guard<std::mutex> l(st.mu);
+    for (auto& [ino, n] : st.nodes) {
+      if (n.pt_opens == 0) continue;
+      ++pt_open;
+      Status s = CommitReconciled(ino);
+      if (!s.ok()) {
+        MXFS_LOG_ERROR("unmount: inode %" PRIu64 ": committing the size written through passthrough: %s", ino,
+                       s.ToString().c_str());
+      }
+    }
     st.nodes.clear();  // closes the objects
   }
-  if (!cfg_.read_only) MarkClean();
+  if (pt_open > 0 && !cfg_.read_only) {
+    MXFS_LOG_WARN("unmount with %" PRIu64 " files still open through passthrough: left unclean so the next mount "
+                  "takes over what the kernel writes to them meanwhile", pt_open);
+  } else if (!cfg_.read_only) {
+    MarkClean();
+  }
   Status s = db_->Close();
   db_.reset();
   return s;

@@ -330,6 +330,34 @@ TEST_CASE("Passthrough: the size the kernel's writes reached is committed at clo
   CHECK(ReadAll(f) == ref);
 }
 
+TEST_CASE("Passthrough: SIGTERM while a passthrough file is open keeps what was written and stays recoverable",
+          "[fuse][passthrough]") {
+  MountFixture m("allow_other,passthrough");
+  const std::string f = m.P("open-at-exit");
+  std::string ref = Pattern(kLarge, 50);
+  REQUIRE(WriteAll(f, ref));
+  int fd = open(f.c_str(), O_WRONLY | O_APPEND);
+  REQUIRE(fd >= 0);
+  std::string more = Pattern(333333, 51);
+  REQUIRE(write(fd, more.data(), more.size()) == static_cast<ssize_t>(more.size()));
+  ref += more;
+  const int status = m.Signal(SIGTERM);
+  CHECK(WIFEXITED(status));
+  // Whatever the kernel still accepts after the daemon is gone must not be
+  // cut off by the next mount either.
+  std::string late = Pattern(4096, 52);
+  const bool late_ok = write(fd, late.data(), late.size()) == static_cast<ssize_t>(late.size());
+  if (late_ok) ref += late;
+  close(fd);
+  umount2(m.mnt().c_str(), MNT_DETACH);
+  int rc = -1;
+  std::string out = Fsck(m, &rc);
+  INFO(out);
+  CHECK(rc == 0);
+  m.Start();
+  CHECK(ReadAll(f) == ref);
+}
+
 TEST_CASE("Passthrough: kill -9 of the daemon mid-writer loses no byte written before fsync or close",
           "[fuse][passthrough][crash]") {
   MountFixture m("allow_other,passthrough");
