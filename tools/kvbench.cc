@@ -113,7 +113,7 @@ struct Flags {
   bool use_hints = true;
   bool use_row_blooms = true;
   int64_t column_compaction_threads = 1;
-  bool container_pacing = true;
+  bool container_pacing = false;
 };
 
 enum class FlagType { kBool, kInt, kUint, kDouble, kString };
