@@ -38,8 +38,8 @@ std::string DescribeStatus(int status) {
   return "status " + std::to_string(status);
 }
 
-Daemon::Daemon(std::string bin, std::string dir, std::string pool)
-    : bin_(std::move(bin)), dir_(std::move(dir)), pool_(std::move(pool)) {
+Daemon::Daemon(std::string bin, std::string dir, std::string pool, std::string mount_options)
+    : bin_(std::move(bin)), dir_(std::move(dir)), pool_(std::move(pool)), mount_options_(std::move(mount_options)) {
   datadir_ = dir_ + "/data";
   mnt_ = dir_ + "/mnt";
   log_ = dir_ + "/daemon.log";
@@ -58,6 +58,10 @@ Daemon::StartResult Daemon::Start(const std::string& kill_at_arg, std::string* e
   if (!formatted_) {
     args.push_back("-o");
     args.push_back(pool_.empty() ? "format" : "format,pool=" + pool_ + ",pool_size=64M");
+  }
+  if (!mount_options_.empty()) {
+    args.push_back("-o");
+    args.push_back(mount_options_);
   }
   pid_ = ::fork();
   if (pid_ < 0) {

@@ -18,8 +18,9 @@ namespace mxfs::torture {
 class Daemon {
  public:
   // bin: directory holding matrixfs and fsck.matrixfs; dir: a fresh directory
-  // for this instance; pool: pool file path, or empty for an SSD-only instance.
-  Daemon(std::string bin, std::string dir, std::string pool);
+  // for this instance; pool: pool file path, or empty for an SSD-only instance;
+  // mount_options: passed as "-o mount_options" on every start (empty: none).
+  Daemon(std::string bin, std::string dir, std::string pool, std::string mount_options = "");
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -57,7 +58,7 @@ class Daemon {
   void RemoveFiles();
 
  private:
-  std::string bin_, dir_, pool_;
+  std::string bin_, dir_, pool_, mount_options_;
   std::string datadir_, mnt_, log_;
   bool formatted_ = false;
   pid_t pid_ = -1;

@@ -8,7 +8,7 @@
 //
 //   mxfs-torture --bin DIR [--rounds N] [--time-limit SECONDS] [--seed S]
 //                [--dir SCRATCH] [--pool | --ssd] [--threads N]
-//                [--round-ms MS] [-v]
+//                [--round-ms MS] [--mount-options OPTS] [-v]
 //
 // Workload: --threads workers, each owning the subtree wK of the mount,
 // draw random operations from their model (tools/torture/fs_model.h):
@@ -103,6 +103,7 @@ struct Options {
   bool pool = true, ssd = true;
   int threads = 3;
   int round_ms = 1500;
+  std::string mount_options;
   bool verbose = false;
 };
 
@@ -110,7 +111,7 @@ struct Options {
   if (!msg.empty()) std::fprintf(stderr, "mxfs-torture: %s\n", msg.c_str());
   std::fprintf(stderr,
                "usage: mxfs-torture --bin DIR [--rounds N] [--time-limit SECONDS] [--seed S] [--dir SCRATCH]\n"
-               "                    [--pool | --ssd] [--threads N] [--round-ms MS] [-v]\n"
+               "                    [--pool | --ssd] [--threads N] [--round-ms MS] [--mount-options OPTS] [-v]\n"
                "  --bin DIR         where matrixfs and fsck.matrixfs live\n"
                "  --rounds N        rounds to run (default 10)\n"
                "  --time-limit S    start no round after S seconds (default 60)\n"
@@ -119,6 +120,7 @@ struct Options {
                "  --pool, --ssd     only the pool-backed / only the SSD-only instance (default both)\n"
                "  --threads N       workload threads (default 3)\n"
                "  --round-ms MS     longest workload per round before the kill (default 1500)\n"
+               "  --mount-options O extra matrixfs -o options for every mount (e.g. passthrough)\n"
                "  -v                say what each round did in detail\n");
   std::exit(2);
 }
@@ -157,6 +159,7 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--ssd") o.pool = false;
     else if (a == "--threads") o.threads = static_cast<int>(ParseNum(a, next().c_str()));
     else if (a == "--round-ms") o.round_ms = static_cast<int>(ParseNum(a, next().c_str()));
+    else if (a == "--mount-options") o.mount_options = next();
     else if (a == "-v") o.verbose = true;
     else if (a == "-h" || a == "--help") Usage("");
     else Usage("unknown argument " + a);
@@ -548,7 +551,7 @@ int Torture::Run() {
     Instance in;
     in.kind = kind;
     std::string pool = in.kind == "pool" ? "/dev/shm/" + base + ".pool" : "";
-    in.daemon = std::make_unique<Daemon>(o_.bin, scratch_ + "/" + kind, pool);
+    in.daemon = std::make_unique<Daemon>(o_.bin, scratch_ + "/" + kind, pool, o_.mount_options);
     for (int k = 0; k < o_.threads; ++k) {
       in.workers.push_back(std::make_unique<Worker>(k, o_.seed * 1000003ull + k * 7919ull + (pool.empty() ? 1 : 2)));
     }
