@@ -253,15 +253,17 @@ TEST_CASE("DB: bad options are InvalidArgument naming the option and value") {
 TEST_CASE("DB: a second Open of one path fails naming the LOCK") {
   TempDir dir;
   const std::string path = dir.Sub("db");
-  auto db = OpenOrDie(SmallOptions(), path);
-  auto second = DB::Open(SmallOptions(), path);
-  REQUIRE_FALSE(second.has_value());
-  CHECK(second.error().IsBusy());
-  CHECK(second.error().message().find(path + "/LOCK") != std::string_view::npos);
-
-  // Another process is refused too.
+  // The other process is forked before the DB and its threads exist, and
+  // waits for a byte on a pipe: a fork of a process with running threads can
+  // copy a lock another thread holds (seen as a hang in ASan's allocator).
+  int go[2];
+  REQUIRE(::pipe(go) == 0);
   pid_t pid = fork();
+  REQUIRE(pid >= 0);
   if (pid == 0) {
+    ::close(go[1]);
+    char c = 0;
+    if (::read(go[0], &c, 1) != 1) _exit(2);  // the parent gave up
     bool refused = false;
     mxfs::testing::RunInFreshThread([&] {
       auto other = DB::Open(SmallOptions(), path);
@@ -269,6 +271,24 @@ TEST_CASE("DB: a second Open of one path fails naming the LOCK") {
     });
     _exit(refused ? 0 : 1);
   }
+  ::close(go[0]);
+  struct CloseOnExit {
+    int fd;
+    ~CloseOnExit() {
+      if (fd >= 0) ::close(fd);
+    }
+  } release{go[1]};
+
+  auto db = OpenOrDie(SmallOptions(), path);
+  auto second = DB::Open(SmallOptions(), path);
+  REQUIRE_FALSE(second.has_value());
+  CHECK(second.error().IsBusy());
+  CHECK(second.error().message().find(path + "/LOCK") != std::string_view::npos);
+
+  // Another process is refused too.
+  REQUIRE(::write(release.fd, "x", 1) == 1);
+  ::close(release.fd);
+  release.fd = -1;
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
   CHECK(WIFEXITED(status));
