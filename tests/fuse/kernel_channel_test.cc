@@ -15,30 +15,18 @@
 
 #include "base/unique_fd.h"
 #include "fuse/kernel_channel.h"
+#include "tests/fuse/fuse_wire.h"
 
 using mxfs::KernelChannel;
 
 namespace {
-
-// One request: a fuse_in_header (len = header + body) followed by body.
-template <typename Body>
-std::string Request(uint32_t opcode, uint64_t unique, const Body& body) {
-  fuse_in_header h;
-  std::memset(&h, 0, sizeof(h));
-  h.len = static_cast<uint32_t>(sizeof(h) + sizeof(body));
-  h.opcode = opcode;
-  h.unique = unique;
-  std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
-  out.append(reinterpret_cast<const char*>(&body), sizeof(body));
-  return out;
-}
 
 std::string Write(uint32_t write_flags) {
   fuse_write_in w;
   std::memset(&w, 0, sizeof(w));
   w.size = 4096;
   w.write_flags = write_flags;
-  return Request(FUSE_WRITE, 11, w);
+  return mxfs::testing::FuseRequest(FUSE_WRITE, 11, w);
 }
 
 std::string Init(uint64_t unique, uint32_t flags) {
@@ -47,7 +35,7 @@ std::string Init(uint64_t unique, uint32_t flags) {
   in.major = FUSE_KERNEL_VERSION;
   in.minor = FUSE_KERNEL_MINOR_VERSION;
   in.flags = flags;
-  return Request(FUSE_INIT, unique, in);
+  return mxfs::testing::FuseRequest(FUSE_INIT, unique, in);
 }
 
 void Observe(const std::string& req) { KernelChannel::ObserveRequest(req.data(), req.size()); }
@@ -100,20 +88,20 @@ TEST_CASE("KernelChannel: a request's kill flag is seen by its own opcode on the
   fuse_setattr_in sa;
   std::memset(&sa, 0, sizeof(sa));
   sa.valid = FATTR_SIZE | FATTR_KILL_SUIDGID;
-  Observe(Request(FUSE_SETATTR, 12, sa));
+  Observe(mxfs::testing::FuseRequest(FUSE_SETATTR, 12, sa));
   CHECK(KernelChannel::KillSuidGid(KernelChannel::Op::kSetAttr));
   CHECK_FALSE(KernelChannel::KillSuidGid(KernelChannel::Op::kWrite));
 
   fuse_open_in op;
   std::memset(&op, 0, sizeof(op));
   op.open_flags = FUSE_OPEN_KILL_SUIDGID;
-  Observe(Request(FUSE_OPEN, 13, op));
+  Observe(mxfs::testing::FuseRequest(FUSE_OPEN, 13, op));
   CHECK(KernelChannel::KillSuidGid(KernelChannel::Op::kOpen));
 
   // The next request the thread reads clears it.
   fuse_getattr_in ga;
   std::memset(&ga, 0, sizeof(ga));
-  Observe(Request(FUSE_GETATTR, 14, ga));
+  Observe(mxfs::testing::FuseRequest(FUSE_GETATTR, 14, ga));
   CHECK_FALSE(KernelChannel::KillSuidGid(KernelChannel::Op::kOpen));
 }
 

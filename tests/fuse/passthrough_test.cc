@@ -12,6 +12,7 @@
 
 #include "base/unique_fd.h"
 #include "fuse/kernel_channel.h"
+#include "tests/fuse/fuse_wire.h"
 #include "tests/fuse/mount_fixture.h"
 
 using mxfs_test::MountFixture;
@@ -52,19 +53,6 @@ std::string ObjectPath(const MountFixture& m, const std::string& file) {
 std::string Fsck(const MountFixture& m, int* rc) {
   auto [code, out] = RunShell(mxfs_test::BinDir() + "/fsck.matrixfs -n " + m.datadir());
   *rc = code;
-  return out;
-}
-
-// One raw request: fuse_in_header + body.
-template <typename Body>
-std::string RawRequest(uint32_t opcode, uint64_t unique, const Body& body) {
-  fuse_in_header h;
-  std::memset(&h, 0, sizeof(h));
-  h.len = static_cast<uint32_t>(sizeof(h) + sizeof(body));
-  h.opcode = opcode;
-  h.unique = unique;
-  std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
-  out.append(reinterpret_cast<const char*>(&body), sizeof(body));
   return out;
 }
 
@@ -115,7 +103,7 @@ TEST_CASE("KernelChannel: the INIT reply grants FUSE_PASSTHROUGH with max_stack_
 
   // The mount did not ask (no -o passthrough): unchanged.
   KernelChannel::SetPassthrough(false);
-  std::string req = RawRequest(FUSE_INIT, 200, in);
+  std::string req = mxfs::testing::FuseRequest(FUSE_INIT, 200, in);
   KernelChannel::ObserveRequest(req.data(), req.size());
   std::string plain = ReplyThrough(200, 0, out);
   CHECK(At<uint32_t>(plain, offsetof(fuse_init_out, flags2)) == 0);
@@ -125,7 +113,7 @@ TEST_CASE("KernelChannel: the INIT reply grants FUSE_PASSTHROUGH with max_stack_
   KernelChannel::SetPassthrough(true);
   fuse_init_in old = in;
   old.flags2 = 0;
-  req = RawRequest(FUSE_INIT, 201, old);
+  req = mxfs::testing::FuseRequest(FUSE_INIT, 201, old);
   KernelChannel::ObserveRequest(req.data(), req.size());
   std::string unoffered = ReplyThrough(201, 0, out);
   CHECK(At<uint32_t>(unoffered, offsetof(fuse_init_out, flags2)) == 0);
@@ -133,7 +121,7 @@ TEST_CASE("KernelChannel: the INIT reply grants FUSE_PASSTHROUGH with max_stack_
   CHECK(At<uint32_t>(unoffered, offsetof(fuse_init_out, flags)) == (FUSE_WRITEBACK_CACHE | FUSE_ASYNC_READ));
 
   // Both: granted in the reply to that INIT only.
-  req = RawRequest(FUSE_INIT, 202, in);
+  req = mxfs::testing::FuseRequest(FUSE_INIT, 202, in);
   KernelChannel::ObserveRequest(req.data(), req.size());
   CHECK(At<uint32_t>(ReplyThrough(99, 0, out), offsetof(fuse_init_out, flags2)) == 0);
   std::string granted = ReplyThrough(202, 0, out);
@@ -154,7 +142,7 @@ TEST_CASE("KernelChannel: only this thread's successful OPEN reply carries FOPEN
   fuse_open_out out;
   std::memset(&out, 0, sizeof(out));
   out.open_flags = FOPEN_KEEP_CACHE;
-  std::string req = RawRequest(FUSE_OPEN, 300, in);
+  std::string req = mxfs::testing::FuseRequest(FUSE_OPEN, 300, in);
 
   KernelChannel::ObserveRequest(req.data(), req.size());
   KernelChannel::SetOpenBackingId(7);
