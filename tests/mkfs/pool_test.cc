@@ -24,17 +24,34 @@ std::pair<int, std::string> Fsck(const std::string& args) {
   return mxfs_test::RunShell("'" + mxfs_test::BinDir() + "/fsck.matrixfs' " + args);
 }
 
+// A fresh directory in /tmp for the instance (datadir inside it) and one in
+// /dev/shm for its pool; both are removed when the test ends, pass or fail.
+struct PoolScratch {
+  std::string root, datadir, pooldir, pool;
+  explicit PoolScratch(const std::string& tag) {
+    std::string t = "/tmp/mxfs-" + tag + "-XXXXXX";
+    std::string p = "/dev/shm/mxfs-" + tag + "-XXXXXX";
+    REQUIRE(mkdtemp(t.data()) != nullptr);
+    root = t;
+    REQUIRE(mkdtemp(p.data()) != nullptr);
+    pooldir = p;
+    datadir = root + "/data";
+    pool = pooldir + "/pool";
+  }
+  ~PoolScratch() {
+    if (!root.empty()) mxfs_test::RemoveTree(root);
+    if (!pooldir.empty()) mxfs_test::RemoveTree(pooldir);
+  }
+  PoolScratch(const PoolScratch&) = delete;
+  PoolScratch& operator=(const PoolScratch&) = delete;
+};
+
 }  // namespace
 
 TEST_CASE("fsck: a pool-backed instance checks clean, and a pool of another database is named") {
-  char tmpl[] = "/tmp/mxfs-fsck-pool-XXXXXX";
-  REQUIRE(mkdtemp(tmpl) != nullptr);
-  const std::string root = tmpl;
-  const std::string datadir = root + "/data";
-  char ptmpl[] = "/dev/shm/mxfs-fsck-pool-XXXXXX";
-  REQUIRE(mkdtemp(ptmpl) != nullptr);
-  const std::string pooldir = ptmpl;
-  const std::string pool = pooldir + "/pool";
+  PoolScratch scratch("fsck-pool");
+  const std::string& datadir = scratch.datadir;
+  const std::string& pool = scratch.pool;
 
   // What mkfs writes, with the database made through the engine's pool.
   REQUIRE(mkdir(datadir.c_str(), 0755) == 0);
@@ -106,19 +123,12 @@ TEST_CASE("fsck: a pool-backed instance checks clean, and a pool of another data
   CHECK(rc2 == 4);
   CHECK(out2.find("POOL-IDENTITY") != std::string::npos);
 
-  mxfs_test::RemoveTree(root);
-  mxfs_test::RemoveTree(pooldir);
 }
 
 TEST_CASE("fsck: a version 1 instance, whose pool keeps its own UUID, checks clean and still mounts") {
-  char tmpl[] = "/tmp/mxfs-fsck-v1-XXXXXX";
-  REQUIRE(mkdtemp(tmpl) != nullptr);
-  const std::string root = tmpl;
-  const std::string datadir = root + "/data";
-  char ptmpl[] = "/dev/shm/mxfs-fsck-v1-XXXXXX";
-  REQUIRE(mkdtemp(ptmpl) != nullptr);
-  const std::string pooldir = ptmpl;
-  const std::string pool = pooldir + "/pool";
+  PoolScratch scratch("fsck-v1");
+  const std::string& datadir = scratch.datadir;
+  const std::string& pool = scratch.pool;
   mxfs::Superblock sb = mxfs::Superblock::New();
   sb.version = 1;  // before the UUID rule: the engine picked the pool's UUID
   sb.pool_path = pool;
@@ -164,6 +174,4 @@ TEST_CASE("fsck: a version 1 instance, whose pool keeps its own UUID, checks cle
     REQUIRE((*fs)->Close().ok());
   }
   CHECK(Fsck("-n '" + datadir + "'").first == 0);
-  mxfs_test::RemoveTree(root);
-  mxfs_test::RemoveTree(pooldir);
 }
