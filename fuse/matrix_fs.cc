@@ -484,23 +484,24 @@ Status MatrixFs::Startup() {
         // longer object there is cut as before, never shown.
         struct stat ost;
         const std::string opath = DataPath(datadir_) + "/" + name;
-        if (keep && ::stat(opath.c_str(), &ost) == 0 && static_cast<uint64_t>(ost.st_size) > a->size &&
-            was_clean) {
-          if (::truncate(opath.c_str(), static_cast<off_t>(a->size)) != 0) {
-            return Status::FromErrno("cutting " + opath + " to its inode's " + std::to_string(a->size) + " bytes",
-                                     errno);
+        if (keep && ::stat(opath.c_str(), &ost) == 0 && static_cast<uint64_t>(ost.st_size) > a->size) {
+          if (was_clean) {
+            if (::truncate(opath.c_str(), static_cast<off_t>(a->size)) != 0) {
+              return Status::FromErrno("cutting " + opath + " to its inode's " + std::to_string(a->size) + " bytes",
+                                       errno);
+            }
+          } else {
+            InodeAttr adopted = *a;
+            adopted.size = static_cast<uint64_t>(ost.st_size);
+            adopted.mtime_ns = std::max(adopted.mtime_ns, FromTimespec(ost.st_mtim));
+            adopted.ctime_ns = std::max(adopted.ctime_ns, adopted.mtime_ns);
+            WriteBatch b;
+            b.Put(InodeKey(ino), EncodeInodeAttr(adopted));
+            MXFS_RETURN_IF_ERROR(db_->Write(CommitOptions(), &b).WithContext(
+                "adopting the " + std::to_string(ost.st_size) + " bytes of " + opath + " into inode " +
+                std::to_string(ino) + " (recorded " + std::to_string(a->size) + ")"));
+            ++objects_adopted_;
           }
-        } else if (keep && ::stat(opath.c_str(), &ost) == 0 && static_cast<uint64_t>(ost.st_size) > a->size) {
-          InodeAttr adopted = *a;
-          adopted.size = static_cast<uint64_t>(ost.st_size);
-          adopted.mtime_ns = std::max(adopted.mtime_ns, FromTimespec(ost.st_mtim));
-          adopted.ctime_ns = std::max(adopted.ctime_ns, adopted.mtime_ns);
-          WriteBatch b;
-          b.Put(InodeKey(ino), EncodeInodeAttr(adopted));
-          MXFS_RETURN_IF_ERROR(db_->Write(CommitOptions(), &b).WithContext(
-              "adopting the " + std::to_string(ost.st_size) + " bytes of " + opath + " into inode " +
-              std::to_string(ino) + " (recorded " + std::to_string(a->size) + ")"));
-          ++objects_adopted_;
         }
       }
       if (!keep) {
