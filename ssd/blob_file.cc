@@ -1,0 +1,178 @@
+#include "ssd/blob_file.h"
+
+#include <cstring>
+
+#include "base/coding.h"
+#include "base/hash.h"
+
+namespace mxfs {
+namespace {
+
+constexpr size_t kDrainBytes = 1 << 20;  // hand the file 1 MiB at a time
+
+std::string At(const std::string& path, uint64_t offset) {
+  return path + " at offset " + std::to_string(offset);
+}
+
+// Checks a record's header against its key and value bytes (which follow it).
+bool RecordChecks(const char* rec, uint32_t key_len, uint32_t value_len) {
+  return DecodeFixed32(rec) == Checksum32(rec + 4, 8 + static_cast<size_t>(key_len) + value_len);
+}
+
+Status CheckHeader(const std::string& path, const Slice& header) {
+  if (header.size() < kBlobHeaderSize || std::memcmp(header.data(), kBlobMagic, sizeof(kBlobMagic)) != 0) {
+    return Status::Corruption(path + " is not a MatrixKV blob file (bad magic)");
+  }
+  if (DecodeFixed32(header.data() + 12) != Checksum32(header.data(), 12)) {
+    return Status::Corruption(path + ": blob file header checksum mismatch");
+  }
+  const uint32_t version = DecodeFixed32(header.data() + 8);
+  if (version != kBlobFormatVersion) {
+    return Status::Corruption(path + ": blob file format version " + std::to_string(version) +
+                              ", this build reads version " + std::to_string(kBlobFormatVersion));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+BlobFileBuilder::BlobFileBuilder(WritableFile* file) : file_(file) {
+  buf_.append(kBlobMagic, sizeof(kBlobMagic));
+  PutFixed32(&buf_, kBlobFormatVersion);
+  PutFixed32(&buf_, Checksum32(buf_.data(), 12));
+  size_ = buf_.size();
+}
+
+Status BlobFileBuilder::Add(const Slice& key, const Slice& value, uint64_t* offset) {
+  if (!status_.ok()) return status_;
+  if (key.size() > UINT32_MAX || value.size() > UINT32_MAX) {
+    return Status::InvalidArgument("blob record too large for " + file_->path());
+  }
+  *offset = size_;
+  const size_t start = buf_.size();
+  buf_.resize(start + 4);
+  PutFixed32(&buf_, static_cast<uint32_t>(key.size()));
+  PutFixed32(&buf_, static_cast<uint32_t>(value.size()));
+  buf_.append(key.data(), key.size());
+  buf_.append(value.data(), value.size());
+  EncodeFixed32(buf_.data() + start, Checksum32(buf_.data() + start + 4, buf_.size() - start - 4));
+  const uint64_t n = BlobRecordSize(key.size(), value.size());
+  size_ += n;
+  records_++;
+  record_bytes_ += n;
+  if (buf_.size() >= kDrainBytes) status_ = Drain();
+  return status_;
+}
+
+Status BlobFileBuilder::Drain() {
+  if (buf_.empty()) return Status::OK();
+  Status s = file_->Append(buf_);
+  buf_.clear();
+  return s;
+}
+
+Status BlobFileBuilder::Finish() {
+  if (!status_.ok()) return status_;
+  const size_t start = buf_.size();
+  PutFixed64(&buf_, records_);
+  PutFixed64(&buf_, record_bytes_);
+  PutFixed32(&buf_, Checksum32(buf_.data() + start, 16));
+  PutFixed32(&buf_, kBlobFooterMagic);
+  size_ += kBlobFooterSize;
+  status_ = Drain();
+  if (status_.ok()) status_ = file_->Flush();
+  return status_;
+}
+
+Result<std::unique_ptr<BlobFileReader>> BlobFileReader::Open(std::unique_ptr<RandomAccessFile> file,
+                                                             uint64_t file_size) {
+  char scratch[kBlobHeaderSize];
+  Slice header;
+  Status s = file->Read(0, kBlobHeaderSize, &header, scratch);
+  if (s.ok()) s = CheckHeader(file->path(), header);
+  if (!s.ok()) return Err(std::move(s));
+  return std::unique_ptr<BlobFileReader>(new BlobFileReader(std::move(file), file_size));
+}
+
+Status BlobFileReader::Get(const Slice& key, uint64_t offset, uint64_t value_size, std::string* value) const {
+  const uint64_t n = BlobRecordSize(key.size(), value_size);
+  if (offset < kBlobHeaderSize || offset > file_size_ || n > file_size_ - offset) {
+    return Status::Corruption("blob index points outside " + file_->path() + " (offset " + std::to_string(offset) +
+                              ", " + std::to_string(n) + " bytes, file size " + std::to_string(file_size_) + ")");
+  }
+  std::string scratch;
+  scratch.resize(n);
+  Slice rec;
+  MXFS_RETURN_IF_ERROR(file_->Read(offset, n, &rec, scratch.data()));
+  if (rec.size() != n) return Status::Corruption("blob record cut short in " + At(file_->path(), offset));
+  const uint32_t key_len = DecodeFixed32(rec.data() + 4);
+  const uint32_t value_len = DecodeFixed32(rec.data() + 8);
+  if (key_len != key.size() || value_len != value_size) {
+    return Status::Corruption("blob record lengths do not match its index in " + At(file_->path(), offset));
+  }
+  if (!RecordChecks(rec.data(), key_len, value_len)) {
+    return Status::Corruption("blob record checksum mismatch in " + At(file_->path(), offset));
+  }
+  if (std::memcmp(rec.data() + kBlobRecordHeaderSize, key.data(), key.size()) != 0) {
+    return Status::Corruption("blob record belongs to another key in " + At(file_->path(), offset));
+  }
+  if (rec.data() == scratch.data()) {
+    scratch.erase(0, kBlobRecordHeaderSize + key_len);
+    *value = std::move(scratch);
+  } else {
+    value->assign(rec.data() + kBlobRecordHeaderSize + key_len, value_len);
+  }
+  return Status::OK();
+}
+
+Status ScanBlobFile(RandomAccessFile* file, uint64_t file_size,
+                    const std::function<bool(uint64_t, const Slice&, const Slice&)>& fn, BlobFileSummary* summary) {
+  *summary = BlobFileSummary();
+  const std::string& path = file->path();
+  if (file_size < kBlobHeaderSize + kBlobFooterSize) {
+    return Status::Corruption(path + " is too short to be a blob file (" + std::to_string(file_size) + " bytes)");
+  }
+  std::string buf;
+  auto read = [&](uint64_t offset, size_t n, Slice* out) -> Status {
+    buf.resize(n);
+    MXFS_RETURN_IF_ERROR(file->Read(offset, n, out, buf.data()));
+    if (out->size() != n) return Status::Corruption("unexpected end of " + At(path, offset));
+    return Status::OK();
+  };
+  Slice s;
+  MXFS_RETURN_IF_ERROR(read(0, kBlobHeaderSize, &s));
+  MXFS_RETURN_IF_ERROR(CheckHeader(path, s));
+  const uint64_t end = file_size - kBlobFooterSize;
+  uint64_t offset = kBlobHeaderSize;
+  bool stopped = false;
+  while (offset < end && !stopped) {
+    if (end - offset < kBlobRecordHeaderSize) return Status::Corruption("truncated blob record header in " + At(path, offset));
+    MXFS_RETURN_IF_ERROR(read(offset, kBlobRecordHeaderSize, &s));
+    const uint32_t key_len = DecodeFixed32(s.data() + 4);
+    const uint32_t value_len = DecodeFixed32(s.data() + 8);
+    const uint64_t n = BlobRecordSize(key_len, value_len);
+    if (n > end - offset) return Status::Corruption("blob record runs past the footer in " + At(path, offset));
+    MXFS_RETURN_IF_ERROR(read(offset, n, &s));
+    if (!RecordChecks(s.data(), key_len, value_len)) {
+      return Status::Corruption("blob record checksum mismatch in " + At(path, offset));
+    }
+    summary->records++;
+    summary->record_bytes += n;
+    const Slice key(s.data() + kBlobRecordHeaderSize, key_len);
+    const Slice value(s.data() + kBlobRecordHeaderSize + key_len, value_len);
+    if (!fn(offset, key, value)) stopped = true;
+    offset += n;
+  }
+  if (stopped) return Status::OK();
+  MXFS_RETURN_IF_ERROR(read(end, kBlobFooterSize, &s));
+  if (DecodeFixed32(s.data() + 20) != kBlobFooterMagic || DecodeFixed32(s.data() + 16) != Checksum32(s.data(), 16)) {
+    return Status::Corruption(path + ": bad blob file footer (a file cut short?)");
+  }
+  if (DecodeFixed64(s.data()) != summary->records || DecodeFixed64(s.data() + 8) != summary->record_bytes) {
+    return Status::Corruption(path + ": blob file footer counts " + std::to_string(DecodeFixed64(s.data())) +
+                              " records, the file holds " + std::to_string(summary->records));
+  }
+  return Status::OK();
+}
+
+}  // namespace mxfs
