@@ -1,5 +1,6 @@
 #include "ssd/blob_file.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "base/coding.h"
@@ -12,6 +13,12 @@ constexpr size_t kDrainBytes = 1 << 20;  // hand the file 1 MiB at a time
 
 std::string At(const std::string& path, uint64_t offset) {
   return path + " at offset " + std::to_string(offset);
+}
+
+std::string Hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08x", v);
+  return buf;
 }
 
 // Checks a record's header against its key and value bytes (which follow it).
@@ -95,11 +102,16 @@ Result<std::unique_ptr<BlobFileReader>> BlobFileReader::Open(std::unique_ptr<Ran
 }
 
 Status BlobFileReader::Get(const Slice& key, uint64_t offset, uint64_t value_size, std::string* value) const {
-  const uint64_t n = BlobRecordSize(key.size(), value_size);
-  if (offset < kBlobHeaderSize || offset > file_size_ || n > file_size_ - offset) {
+  // value_size comes from an SSTable's blob index: bound each part by the
+  // file size before adding them, so that a corrupt size cannot wrap the
+  // record size around to a few bytes (and the reads below past the buffer).
+  if (offset < kBlobHeaderSize || offset > file_size_ || key.size() > file_size_ || value_size > file_size_ ||
+      BlobRecordSize(key.size(), value_size) > file_size_ - offset) {
     return Status::Corruption("blob index points outside " + file_->path() + " (offset " + std::to_string(offset) +
-                              ", " + std::to_string(n) + " bytes, file size " + std::to_string(file_size_) + ")");
+                              ", key " + std::to_string(key.size()) + " bytes, value " + std::to_string(value_size) +
+                              " bytes, file size " + std::to_string(file_size_) + ")");
   }
+  const uint64_t n = BlobRecordSize(key.size(), value_size);
   std::string scratch;
   scratch.resize(n);
   Slice rec;
@@ -142,7 +154,23 @@ Status ScanBlobFile(RandomAccessFile* file, uint64_t file_size,
   Slice s;
   MXFS_RETURN_IF_ERROR(read(0, kBlobHeaderSize, &s));
   MXFS_RETURN_IF_ERROR(CheckHeader(path, s));
+  // The footer before the records: a file without a valid one is an
+  // unfinished compaction output, cut short by a crash wherever it was cut
+  // (inside a record or between two), and should be reported as that rather
+  // than as whatever its last bytes look like.
   const uint64_t end = file_size - kBlobFooterSize;
+  MXFS_RETURN_IF_ERROR(read(end, kBlobFooterSize, &s));
+  const uint32_t magic = DecodeFixed32(s.data() + 20);
+  if (magic != kBlobFooterMagic) {
+    return Status::Corruption(path + " has no blob file footer at offset " + std::to_string(end) +
+                              " (magic " + Hex32(magic) + ", expected " + Hex32(kBlobFooterMagic) +
+                              "): a file cut short before its footer was written");
+  }
+  if (DecodeFixed32(s.data() + 16) != Checksum32(s.data(), 16)) {
+    return Status::Corruption(path + ": blob file footer checksum mismatch at offset " + std::to_string(end));
+  }
+  const uint64_t footer_records = DecodeFixed64(s.data());
+  const uint64_t footer_bytes = DecodeFixed64(s.data() + 8);
   uint64_t offset = kBlobHeaderSize;
   bool stopped = false;
   while (offset < end && !stopped) {
@@ -164,13 +192,11 @@ Status ScanBlobFile(RandomAccessFile* file, uint64_t file_size,
     offset += n;
   }
   if (stopped) return Status::OK();
-  MXFS_RETURN_IF_ERROR(read(end, kBlobFooterSize, &s));
-  if (DecodeFixed32(s.data() + 20) != kBlobFooterMagic || DecodeFixed32(s.data() + 16) != Checksum32(s.data(), 16)) {
-    return Status::Corruption(path + ": bad blob file footer (a file cut short?)");
-  }
-  if (DecodeFixed64(s.data()) != summary->records || DecodeFixed64(s.data() + 8) != summary->record_bytes) {
-    return Status::Corruption(path + ": blob file footer counts " + std::to_string(DecodeFixed64(s.data())) +
-                              " records, the file holds " + std::to_string(summary->records));
+  if (footer_records != summary->records || footer_bytes != summary->record_bytes) {
+    return Status::Corruption(path + ": blob file footer counts " + std::to_string(footer_records) + " records of " +
+                              std::to_string(footer_bytes) + " bytes, the file holds " +
+                              std::to_string(summary->records) + " records of " +
+                              std::to_string(summary->record_bytes) + " bytes");
   }
   return Status::OK();
 }

@@ -99,9 +99,12 @@ struct BlobFileSummary {
   uint64_t record_bytes = 0;
 };
 
-// Reads a whole blob file front to back, checking the header, every record
-// and the footer, and calls fn(offset, key, value) for each record (fn
-// returns false to stop early). For fsck, tests and fuzzing.
+// Reads a whole blob file, checking the header, then the footer's magic and
+// checksum (Corruption saying the file was cut short when there is no
+// footer), then every record front to back, calling fn(offset, key, value)
+// for each, and at the end that the footer's counts match the records. fn
+// returns false to stop early; the scan then returns OK without the count
+// check. Holds one record in memory at a time. For fsck, tests and fuzzing.
 [[nodiscard]] Status ScanBlobFile(RandomAccessFile* file, uint64_t file_size,
                                   const std::function<bool(uint64_t, const Slice&, const Slice&)>& fn,
                                   BlobFileSummary* summary);
