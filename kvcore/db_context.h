@@ -16,6 +16,7 @@
 
 namespace mxfs {
 
+class BlobStore;
 class TableCache;
 
 struct DbContext {
@@ -28,6 +29,7 @@ struct DbContext {
   std::unique_ptr<BlockCache> block_cache;   // nullptr when block_cache_size is 0
   TableOptions table_options;                // comparator = &icmp, filter on user keys
   TableCache* table_cache = nullptr;
+  BlobStore* blob_store = nullptr;           // resolves kTypeBlobIndex values
 };
 
 }  // namespace mxfs

@@ -116,6 +116,12 @@ Status ValidateOptions(const Options& o) {
     return bad("column_compaction_threads = " + std::to_string(o.column_compaction_threads) +
                ": must be at least 1");
   }
+  if (o.blob_file_size < 4096) {
+    return bad("blob_file_size = " + Num(o.blob_file_size) + ": must be at least 4096");
+  }
+  if (!(o.blob_gc_garbage_ratio > 0.0 && o.blob_gc_garbage_ratio <= 1.0)) {
+    return bad("blob_gc_garbage_ratio = " + Num(o.blob_gc_garbage_ratio) + ": must be in (0, 1]");
+  }
   if (!o.nvm_path.empty() && o.nvm_size != 0 && o.nvm_size < (8ull << 20)) {
     return bad("nvm_size = " + Num(o.nvm_size) + ": must be 0 (256 MiB) or at least 8 MiB");
   }
@@ -178,6 +184,8 @@ DBImpl::DBImpl(const Options& options, const std::string& dbname) : ctx_(Bytewis
   ctx_.table_options.verify_checksums = true;
   table_cache_ = std::make_unique<TableCache>(&ctx_, kMaxOpenTables);
   ctx_.table_cache = table_cache_.get();
+  blob_store_ = std::make_unique<BlobStore>(&ctx_);
+  ctx_.blob_store = blob_store_.get();
   if (!options.nvm_path.empty()) {
     nvm_ = std::make_unique<NvmBackend>(&ctx_);
     level0_ = NewContainerLevel0(&ctx_, nvm_.get());
@@ -276,7 +284,7 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
   file_lock_ = std::move(*lock);
 
   bool have_current = false;
-  std::set<uint64_t> tables;
+  std::set<uint64_t> tables, blob_files;
   std::string some_db_file;
   for (const std::string& name : *children) {
     uint64_t number;
@@ -284,7 +292,10 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
     if (!ParseFileName(name, &number, &type)) continue;
     if (type == FileType::kCurrent) have_current = true;
     if (type == FileType::kTable) tables.insert(number);
-    if (type == FileType::kLog || type == FileType::kTable || type == FileType::kManifest) some_db_file = name;
+    if (type == FileType::kBlob) blob_files.insert(number);
+    if (type == FileType::kLog || type == FileType::kTable || type == FileType::kBlob || type == FileType::kManifest) {
+      some_db_file = name;
+    }
   }
 
   if (nvm_) {
@@ -326,6 +337,12 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
                                     " names table " + TableFileName(dbname, f->number) + " (level " +
                                     std::to_string(level) + "), which does not exist");
         }
+      }
+    }
+    for (const auto& [number, b] : versions_->current()->blob_files()) {
+      if (!blob_files.contains(number)) {
+        return Status::Corruption(ManifestFileName(dbname, versions_->ManifestFileNumber()) + " names blob file " +
+                                  BlobFileName(dbname, number) + ", which does not exist");
       }
     }
   } else if (!some_db_file.empty()) {
@@ -773,7 +790,7 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   }
   v->AddIterators(options, &iters);
   auto merged = NewMergingIterator(&ctx_.icmp, std::move(iters));
-  auto db_iter = NewDBIterator(ctx_.icmp.user_comparator(), std::move(merged), seq);
+  auto db_iter = NewDBIterator(ctx_.icmp.user_comparator(), blob_store_.get(), std::move(merged), seq);
   db_iter->RegisterCleanup([v] {});
   return db_iter;
 }
@@ -972,12 +989,11 @@ Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, 
     extra.push_back(std::move(input));
     input = NewMergingIterator(&ctx_.icmp, std::move(extra));
   }
-  std::vector<FileMetaData> outputs;
-  std::vector<uint64_t> numbers;
-  Status s = MergeIntoTables(c, input.get(), column, smallest_snapshot, &outputs, &numbers);
+  CompactionOutput out;
+  Status s = MergeIntoTables(c, input.get(), column, smallest_snapshot, &out);
   input.reset();
   l.lock();
-  return InstallCompaction(c, l, rec, column, std::move(s), outputs, numbers);
+  return InstallCompaction(c, l, rec, column, std::move(s), out);
 }
 
 void DBImpl::DescribeCompaction(Compaction* c, CompactionRecord* rec) const {
@@ -997,9 +1013,27 @@ void DBImpl::DescribeCompaction(Compaction* c, CompactionRecord* rec) const {
   }
 }
 
+void DBImpl::CompactionOutput::Append(CompactionOutput&& o) {
+  tables.insert(tables.end(), o.tables.begin(), o.tables.end());
+  table_numbers.insert(table_numbers.end(), o.table_numbers.begin(), o.table_numbers.end());
+  blobs.insert(blobs.end(), o.blobs.begin(), o.blobs.end());
+  blob_numbers.insert(blob_numbers.end(), o.blob_numbers.begin(), o.blob_numbers.end());
+  for (const auto& [number, g] : o.garbage) {
+    garbage[number].records += g.records;
+    garbage[number].bytes += g.bytes;
+  }
+  blob_bytes_relocated += o.blob_bytes_relocated;
+}
+
 Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, SequenceNumber smallest_snapshot,
-                               std::vector<FileMetaData>* outputs, std::vector<uint64_t>* numbers) {
+                               CompactionOutput* result) {
   const Comparator* ucmp = ctx_.icmp.user_comparator();
+  const uint64_t min_blob = ctx_.options.min_blob_size;
+  // Blob files whose live values this compaction moves (garbage ratio reached).
+  std::set<uint64_t> relocate;
+  for (const auto& [number, b] : c->input_version()->blob_files()) {
+    if (b->GarbageRatio() >= ctx_.options.blob_gc_garbage_ratio) relocate.insert(number);
+  }
   struct Output {
     FileMetaData meta;
     std::unique_ptr<WritableFile> file;
@@ -1007,7 +1041,20 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
   };
   Output out;
   bool open = false;
+  struct BlobOutput {
+    BlobFileMeta meta;
+    std::unique_ptr<WritableFile> file;
+    std::unique_ptr<BlobFileBuilder> builder;
+  };
+  BlobOutput blob;
 
+  auto new_number = [&](std::vector<uint64_t>* numbers) {
+    std::lock_guard<std::mutex> g(mu_);
+    const uint64_t number = versions_->NewFileNumber();
+    pending_outputs_.insert(number);
+    numbers->push_back(number);
+    return number;
+  };
   auto finish_output = [&]() -> Status {
     Status s = out.builder->Finish();
     if (s.ok()) s = out.file->Sync();
@@ -1021,8 +1068,53 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
       auto t = table_cache_->FindTable(out.meta.number, out.meta.file_size);  // readable before it is installed
       if (!t) s = t.error();
     }
-    if (s.ok()) outputs->push_back(out.meta);
+    if (s.ok()) result->tables.push_back(out.meta);
     return s;
+  };
+  // A blob file is synced before the tables that point into it are installed
+  // (InstallCompaction writes the MANIFEST edit after this returns).
+  auto finish_blob = [&]() -> Status {
+    Status s = blob.builder->Finish();
+    if (s.ok()) s = blob.file->Sync();
+    Status cs = blob.file->Close();
+    if (s.ok()) s = std::move(cs);
+    blob.meta.file_size = blob.builder->FileSize();
+    blob.meta.records = blob.builder->num_records();
+    blob.meta.record_bytes = blob.builder->record_bytes();
+    blob.builder.reset();
+    blob.file.reset();
+    if (s.ok()) result->blobs.push_back(blob.meta);
+    return s;
+  };
+  // Writes value into the current blob file (opening one if needed) and sets
+  // *index to the encoded blob index.
+  auto separate = [&](const Slice& user_key, const Slice& value, std::string* index) -> Status {
+    if (blob.builder && blob.builder->FileSize() >= ctx_.options.blob_file_size) MXFS_RETURN_IF_ERROR(finish_blob());
+    if (!blob.builder) {
+      const uint64_t number = new_number(&result->blob_numbers);
+      auto file = ctx_.fs->NewWritableFile(BlobFileName(ctx_.dbname, number), ctx_.file_options);
+      if (!file) return file.error();
+      blob.file = std::move(*file);
+      blob.builder = std::make_unique<BlobFileBuilder>(blob.file.get());
+      blob.meta = BlobFileMeta();
+      blob.meta.number = number;
+    }
+    BlobIndex bi;
+    bi.file_number = blob.meta.number;
+    bi.value_size = value.size();
+    MXFS_RETURN_IF_ERROR(blob.builder->Add(user_key, value, &bi.offset));
+    index->clear();
+    bi.EncodeTo(index);
+    return Status::OK();
+  };
+  // The blob record an entry stops referencing.
+  auto count_garbage = [&](const Slice& user_key, const Slice& encoded) -> Status {
+    BlobIndex bi;
+    MXFS_RETURN_IF_ERROR(bi.DecodeFrom(encoded));
+    BlobGarbage& g = result->garbage[bi.file_number];
+    g.records++;
+    g.bytes += BlobRecordSize(user_key.size(), bi.value_size);
+    return Status::OK();
   };
 
   input->SeekToFirst();
@@ -1031,6 +1123,7 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
   std::string current_user_key;
   bool has_current_user_key = false;
   SequenceNumber last_sequence_for_key = kMaxSequenceNumber;
+  std::string new_value, moved;
   for (; input->Valid() && !shutting_down_.load(std::memory_order_acquire); input->Next()) {
     const Slice key = input->key();
     ParsedInternalKey ikey;
@@ -1059,15 +1152,37 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
     }
     last_sequence_for_key = ikey.sequence;
     if (column && ++entries == 100) MXFS_KILL_POINT("kvcore.column.mid_merge");  // some output written
-    if (drop) continue;
-    if (!open) {
-      uint64_t number;
-      {
-        std::lock_guard<std::mutex> g(mu_);
-        number = versions_->NewFileNumber();
-        pending_outputs_.insert(number);
+    if (drop) {
+      if (ikey.type == kTypeBlobIndex) {
+        s = count_garbage(ikey.user_key, input->value());
+        if (!s.ok()) break;
       }
-      numbers->push_back(number);
+      continue;
+    }
+    Slice value = input->value();
+    std::string out_key;
+    Slice out_ikey = key;
+    if (ikey.type == kTypeValue && min_blob > 0 && value.size() >= min_blob) {
+      s = separate(ikey.user_key, value, &new_value);
+      if (!s.ok()) break;
+      AppendInternalKey(&out_key, ikey.user_key, ikey.sequence, kTypeBlobIndex);
+      out_ikey = out_key;
+      value = new_value;
+    } else if (ikey.type == kTypeBlobIndex && !relocate.empty()) {
+      BlobIndex bi;
+      s = bi.DecodeFrom(value);
+      if (!s.ok()) break;
+      if (relocate.contains(bi.file_number)) {
+        s = blob_store_->Read(ikey.user_key, value, &moved);
+        if (s.ok()) s = count_garbage(ikey.user_key, value);
+        if (s.ok()) s = separate(ikey.user_key, moved, &new_value);
+        if (!s.ok()) break;
+        result->blob_bytes_relocated += moved.size();
+        value = new_value;
+      }
+    }
+    if (!open) {
+      const uint64_t number = new_number(&result->table_numbers);
       auto file = ctx_.fs->NewWritableFile(TableFileName(ctx_.dbname, number), ctx_.file_options);
       if (!file) {
         s = file.error();
@@ -1077,17 +1192,18 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
       out.builder = std::make_unique<TableBuilder>(ctx_.table_options, out.file.get());
       out.meta = FileMetaData();
       out.meta.number = number;
-      out.meta.smallest.DecodeFrom(key);
+      out.meta.smallest.DecodeFrom(out_ikey);
       out.meta.smallest_seq = kMaxSequenceNumber;
       open = true;
     }
-    out.meta.largest.DecodeFrom(key);
+    out.meta.largest.DecodeFrom(out_ikey);
     out.meta.smallest_seq = std::min(out.meta.smallest_seq, ikey.sequence);
     out.meta.largest_seq = std::max(out.meta.largest_seq, ikey.sequence);
-    out.builder->Add(key, input->value());
+    out.builder->Add(out_ikey, value);
   }
   if (s.ok() && shutting_down_.load()) s = Status::Busy("compaction interrupted: the database is closing");
   if (s.ok()) s = input->status();
+  if (s.ok() && blob.builder) s = finish_blob();
   if (s.ok() && open) s = finish_output();
   if (open) {
     out.builder->Abandon();
@@ -1095,22 +1211,30 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
     out.file->Close().IgnoreError();  // the file is removed by the caller
     out.file.reset();
   }
+  if (blob.builder) {
+    blob.builder.reset();
+    blob.file->Close().IgnoreError();  // likewise
+    blob.file.reset();
+  }
   return s;
 }
 
 Status DBImpl::InstallCompaction(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec, bool column,
-                                 Status s, const std::vector<FileMetaData>& outputs,
-                                 const std::vector<uint64_t>& numbers) {
+                                 Status s, const CompactionOutput& out) {
   if (!s.ok()) {
     l.unlock();
-    for (uint64_t n : numbers) ctx_.fs->RemoveFile(TableFileName(ctx_.dbname, n)).IgnoreError();  // may not exist
+    for (uint64_t n : out.table_numbers) ctx_.fs->RemoveFile(TableFileName(ctx_.dbname, n)).IgnoreError();  // may not exist
+    for (uint64_t n : out.blob_numbers) ctx_.fs->RemoveFile(BlobFileName(ctx_.dbname, n)).IgnoreError();
     l.lock();
   }
   uint64_t bytes_out = 0;
-  for (const auto& f : outputs) bytes_out += f.file_size;
+  for (const auto& f : out.tables) bytes_out += f.file_size;
+  for (const auto& b : out.blobs) bytes_out += b.file_size;
   if (s.ok()) {
     c->AddInputDeletions(c->edit());
-    for (const auto& f : outputs) c->edit()->AddFile(c->level() + 1, f);
+    for (const auto& f : out.tables) c->edit()->AddFile(c->level() + 1, f);
+    for (const auto& b : out.blobs) c->edit()->AddBlobFile(b);
+    for (const auto& [number, g] : out.garbage) c->edit()->AddBlobGarbage(number, g);
     if (column) {
       l.unlock();
       MXFS_KILL_POINT("kvcore.column.before_manifest");
@@ -1118,12 +1242,18 @@ Status DBImpl::InstallCompaction(Compaction* c, std::unique_lock<std::mutex>& l,
     }
     s = versions_->LogAndApply(c->edit(), l);
   }
-  for (uint64_t n : numbers) pending_outputs_.erase(n);
+  for (uint64_t n : out.table_numbers) pending_outputs_.erase(n);
+  for (uint64_t n : out.blob_numbers) pending_outputs_.erase(n);
   if (s.ok()) {
     stat_compactions_++;
     stat_compaction_bytes_read_ += rec->bytes_in;
     stat_compaction_bytes_written_ += bytes_out;
     if (column) stat_column_bytes_out_ += bytes_out;
+    for (const auto& b : out.blobs) {
+      stat_blob_files_++;
+      stat_blob_bytes_written_ += b.file_size;
+    }
+    stat_blob_bytes_relocated_ += out.blob_bytes_relocated;
     rec->bytes_out = bytes_out;
   }
   return s;
@@ -1254,14 +1384,13 @@ Status DBImpl::ColumnCompaction(std::unique_lock<std::mutex>& l) {
     bounds.push_back(hi);
     const SequenceNumber smallest_snapshot = OldestSnapshot();
     DescribeCompaction(c.get(), &rec);
-    std::vector<std::vector<FileMetaData>> outs(nsub);
-    std::vector<std::vector<uint64_t>> nums(nsub);
+    std::vector<CompactionOutput> outs(nsub);
     std::vector<Status> results(nsub);
     auto merge = [&](size_t g) {
       std::vector<std::unique_ptr<Iterator>> iters = mc->NewColumnRowIterators(bounds[g], bounds[g + 1]);
       iters.push_back(versions_->MakeInputIterator(subs[g].get()));
       std::unique_ptr<Iterator> input = NewMergingIterator(&ctx_.icmp, std::move(iters));
-      results[g] = MergeIntoTables(subs[g].get(), input.get(), true, smallest_snapshot, &outs[g], &nums[g]);
+      results[g] = MergeIntoTables(subs[g].get(), input.get(), true, smallest_snapshot, &outs[g]);
     };
     l.unlock();
     std::vector<std::thread> helpers;
@@ -1275,16 +1404,14 @@ Status DBImpl::ColumnCompaction(std::unique_lock<std::mutex>& l) {
     }
     merge(0);
     for (std::thread& t : helpers) t.join();
-    std::vector<FileMetaData> outputs;
-    std::vector<uint64_t> numbers;
+    CompactionOutput all;
     for (size_t g = 0; g < nsub; g++) {
       if (s.ok() && !results[g].ok()) s = results[g];
-      outputs.insert(outputs.end(), outs[g].begin(), outs[g].end());  // sub-ranges ascend: so do the tables
-      numbers.insert(numbers.end(), nums[g].begin(), nums[g].end());
+      all.Append(std::move(outs[g]));  // sub-ranges ascend: so do the tables
     }
     if (s.ok()) MXFS_KILL_POINT("kvcore.column.after_sub_merges");
     l.lock();
-    s = InstallCompaction(c.get(), l, &rec, true, std::move(s), outputs, numbers);
+    s = InstallCompaction(c.get(), l, &rec, true, std::move(s), all);
     if (s.ok()) stat_column_parallel_++;
   }
   for (uint64_t n : l1_inputs) busy_l1_.erase(n);
@@ -1340,6 +1467,7 @@ void DBImpl::DeleteObsoleteFiles(std::unique_lock<std::mutex>& l) {
         case FileType::kLog: keep = true; break;  // the WalStore's, retired below
         case FileType::kManifest: keep = number >= manifest_number; break;
         case FileType::kTable: keep = live.contains(number); break;
+        case FileType::kBlob: keep = live.contains(number); break;
         default: break;
       }
       if (keep) continue;
@@ -1347,6 +1475,7 @@ void DBImpl::DeleteObsoleteFiles(std::unique_lock<std::mutex>& l) {
         table_cache_->Evict(number);
         if (ctx_.block_cache) ctx_.block_cache->EraseTable(number);
       }
+      if (type == FileType::kBlob) blob_store_->Evict(number);
       Status s = ctx_.fs->RemoveFile(ctx_.dbname + "/" + name);
       if (!s.ok() && !s.IsNotFound()) MXFS_LOG_WARN("removing obsolete %s: %s", name.c_str(), s.ToString().c_str());
     }
@@ -1542,6 +1671,20 @@ std::string DBImpl::StatsString() const {
   r += "column.bytes.written " + Num(stat_column_bytes_out_) + "\n";
   r += "column.blocked.micros " + Num(stat_column_blocked_us_) + "\n";
   r += "column.parallel " + Num(stat_column_parallel_) + "\n";
+  {
+    uint64_t files = 0, bytes = 0, garbage = 0;
+    for (const auto& [number, b] : versions_->current()->blob_files()) {
+      files++;
+      bytes += b->meta.record_bytes;
+      garbage += b->garbage.bytes;
+    }
+    r += "blob.files " + Num(files) + "\n";
+    r += "blob.bytes " + Num(bytes) + "\n";
+    r += "blob.garbage.bytes " + Num(garbage) + "\n";
+    r += "blob.files.written " + Num(stat_blob_files_) + "\n";
+    r += "blob.bytes.written " + Num(stat_blob_bytes_written_) + "\n";
+    r += "blob.bytes.relocated " + Num(stat_blob_bytes_relocated_) + "\n";
+  }
   r += "memtables.immutable " + Num(static_cast<uint64_t>(imms_.size())) + "\n";
   r += "last.sequence " + Num(versions_->LastSequence()) + "\n";
   r += "levels " + versions_->LevelSummary() + "\n";

@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <deque>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -29,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "kvcore/blob_store.h"
 #include "kvcore/container_pacer.h"
 #include "kvcore/db_context.h"
 #include "kvcore/include/db.h"
@@ -106,11 +108,22 @@ class DBImpl final : public DB {
   // used goes to numbers (also on failure). InstallCompaction (mu_ held):
   // with s ok, one MANIFEST edit deletes c's inputs and adds outputs; else
   // the files in numbers are removed; returns the final status.
+  // What a compaction wrote: tables, blob files (with every number used, so
+  // a failure can remove them) and the blob records it stopped referencing.
+  struct CompactionOutput {
+    std::vector<FileMetaData> tables;
+    std::vector<uint64_t> table_numbers;
+    std::vector<BlobFileMeta> blobs;
+    std::vector<uint64_t> blob_numbers;
+    std::map<uint64_t, BlobGarbage> garbage;
+    uint64_t blob_bytes_relocated = 0;
+    void Append(CompactionOutput&& o);
+  };
   void DescribeCompaction(Compaction* c, CompactionRecord* rec) const;
   Status MergeIntoTables(Compaction* c, Iterator* input, bool column, SequenceNumber smallest_snapshot,
-                         std::vector<FileMetaData>* outputs, std::vector<uint64_t>* numbers);
+                         CompactionOutput* out);
   Status InstallCompaction(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec, bool column,
-                           Status s, const std::vector<FileMetaData>& outputs, const std::vector<uint64_t>& numbers);
+                           Status s, const CompactionOutput& out);
   void ColumnCompactThreadMain();
   // One column compaction: the next key range of the container's compactor
   // merged with the overlapping L1 tables into new L1 tables.
@@ -125,6 +138,7 @@ class DBImpl final : public DB {
   DbContext ctx_;
   std::unique_ptr<NvmBackend> nvm_;  // nullptr without Options.nvm_path
   std::unique_ptr<TableCache> table_cache_;
+  std::unique_ptr<BlobStore> blob_store_;
   std::unique_ptr<Level0> level0_;
   std::unique_ptr<WalStore> wal_store_;
   std::unique_ptr<FileLock> file_lock_;
@@ -169,6 +183,7 @@ class DBImpl final : public DB {
   uint64_t stat_flush_bytes_ = 0, stat_flushes_ = 0;
   uint64_t stat_compaction_bytes_read_ = 0, stat_compaction_bytes_written_ = 0, stat_compactions_ = 0,
            stat_trivial_moves_ = 0;
+  uint64_t stat_blob_files_ = 0, stat_blob_bytes_written_ = 0, stat_blob_bytes_relocated_ = 0;
   uint64_t stall_slowdown_us_ = 0, stall_stop_us_ = 0, stall_memtable_us_ = 0, stall_container_us_ = 0;
   uint64_t stall_pacing_us_ = 0;
   // Write pacing with a pool (mu_): when the last memtable was switched, and

@@ -2,18 +2,23 @@
 
 #include <string>
 
+#include "kvcore/blob_store.h"
+
 namespace mxfs {
 
 namespace {
 
 class DBIter final : public Iterator {
  public:
-  DBIter(const Comparator* cmp, std::unique_ptr<Iterator> iter, SequenceNumber s)
-      : user_cmp_(cmp), iter_(std::move(iter)), sequence_(s) {}
+  DBIter(const Comparator* cmp, BlobStore* blobs, std::unique_ptr<Iterator> iter, SequenceNumber s)
+      : user_cmp_(cmp), blobs_(blobs), iter_(std::move(iter)), sequence_(s) {}
 
   bool Valid() const override { return valid_; }
   Slice key() const override { return direction_ == kForward ? ExtractUserKey(iter_->key()) : Slice(saved_key_); }
-  Slice value() const override { return direction_ == kForward ? iter_->value() : Slice(saved_value_); }
+  Slice value() const override {
+    if (direction_ == kReverse) return saved_value_;
+    return blob_ ? Slice(blob_value_) : iter_->value();
+  }
   Status status() const override {
     if (!status_.ok()) return status_;
     return iter_->status();
@@ -96,6 +101,7 @@ class DBIter final : public Iterator {
   // Forward: from iter_'s position, the first user key with a visible put;
   // with skipping, entries of user keys <= saved_key_ are hidden.
   void FindNextUserEntry(bool skipping) {
+    blob_ = false;
     do {
       ParsedInternalKey ikey;
       if (ParseKey(&ikey) && ikey.sequence <= sequence_) {
@@ -105,9 +111,14 @@ class DBIter final : public Iterator {
             skipping = true;
             break;
           case kTypeValue:
+          case kTypeBlobIndex:
             if (skipping && user_cmp_->Compare(ikey.user_key, saved_key_) <= 0) break;  // hidden
             valid_ = true;
             saved_key_.clear();
+            if (ikey.type == kTypeBlobIndex) {
+              blob_ = true;
+              Resolve(ikey.user_key, iter_->value(), &blob_value_);
+            }
             return;
         }
       }
@@ -146,11 +157,26 @@ class DBIter final : public Iterator {
       direction_ = kForward;
     } else {
       valid_ = true;
+      if (value_type == kTypeBlobIndex) {
+        const std::string index = saved_value_;
+        Resolve(saved_key_, index, &saved_value_);
+      }
+    }
+  }
+
+  // The value a blob index stands for; on error the iterator stops with it.
+  void Resolve(const Slice& user_key, const Slice& index, std::string* value) {
+    Status s = blobs_ != nullptr ? blobs_->Read(user_key, index, value)
+                                 : Status::Corruption("blob index in an iterator without a blob store");
+    if (!s.ok()) {
+      status_ = std::move(s);
+      valid_ = false;
     }
   }
 
   enum Direction { kForward, kReverse };
   const Comparator* user_cmp_;
+  BlobStore* const blobs_;
   std::unique_ptr<Iterator> iter_;
   const SequenceNumber sequence_;
   Status status_;
@@ -158,13 +184,15 @@ class DBIter final : public Iterator {
   std::string saved_value_;
   Direction direction_ = kForward;
   bool valid_ = false;
+  bool blob_ = false;       // forward: the current entry's value is blob_value_
+  std::string blob_value_;
 };
 
 }  // namespace
 
-std::unique_ptr<Iterator> NewDBIterator(const Comparator* user_cmp, std::unique_ptr<Iterator> internal,
-                                        SequenceNumber sequence) {
-  return std::make_unique<DBIter>(user_cmp, std::move(internal), sequence);
+std::unique_ptr<Iterator> NewDBIterator(const Comparator* user_cmp, BlobStore* blobs,
+                                        std::unique_ptr<Iterator> internal, SequenceNumber sequence) {
+  return std::make_unique<DBIter>(user_cmp, blobs, std::move(internal), sequence);
 }
 
 }  // namespace mxfs

@@ -8,6 +8,10 @@
 // entry of the shown user key, whose key and value are copied into
 // saved_key_/saved_value_.
 //
+// A kTypeBlobIndex entry counts as a put; its value is read from the blob
+// file (through blobs) when the iterator lands on it. A failed read stops
+// the iterator with the error in status().
+//
 // Thread-safety: as Iterator (one thread at a time).
 #pragma once
 
@@ -19,7 +23,9 @@
 
 namespace mxfs {
 
-std::unique_ptr<Iterator> NewDBIterator(const Comparator* user_cmp, std::unique_ptr<Iterator> internal,
-                                        SequenceNumber sequence);
+class BlobStore;
+
+std::unique_ptr<Iterator> NewDBIterator(const Comparator* user_cmp, BlobStore* blobs,
+                                        std::unique_ptr<Iterator> internal, SequenceNumber sequence);
 
 }  // namespace mxfs

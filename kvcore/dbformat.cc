@@ -16,7 +16,7 @@ bool ParseInternalKey(const Slice& internal_key, ParsedInternalKey* result) {
   result->sequence = num >> 8;
   result->type = static_cast<ValueType>(c);
   result->user_key = ExtractUserKey(internal_key);
-  return c <= kTypeValue;
+  return c <= kTypeBlobIndex;
 }
 
 std::string InternalKeyToString(const Slice& internal_key) {
@@ -24,7 +24,7 @@ std::string InternalKeyToString(const Slice& internal_key) {
   if (!ParseInternalKey(internal_key, &p)) return "(bad)" + internal_key.ToEscaped();
   char buf[64];
   std::snprintf(buf, sizeof(buf), "@%llu:%s", static_cast<unsigned long long>(p.sequence),
-                p.type == kTypeValue ? "put" : "del");
+                p.type == kTypeValue ? "put" : p.type == kTypeBlobIndex ? "blob" : "del");
   return p.user_key.ToEscaped() + buf;
 }
 

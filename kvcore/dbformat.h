@@ -27,9 +27,11 @@ namespace mxfs {
 using SequenceNumber = uint64_t;
 
 // The tag bytes of WriteBatch records double as internal-key types.
-enum ValueType : uint8_t { kTypeDeletion = 0x0, kTypeValue = 0x1 };
+// kTypeBlobIndex never comes from a WriteBatch: compactions write it into
+// SSTables in place of a value they moved into a blob file (blob_index.h).
+enum ValueType : uint8_t { kTypeDeletion = 0x0, kTypeValue = 0x1, kTypeBlobIndex = 0x2 };
 // The highest type: seeking with it finds every entry of a sequence.
-inline constexpr ValueType kValueTypeForSeek = kTypeValue;
+inline constexpr ValueType kValueTypeForSeek = kTypeBlobIndex;
 
 // 56 bits, so that (seq << 8 | type) fits in 64.
 inline constexpr SequenceNumber kMaxSequenceNumber = (1ull << 56) - 1;

@@ -25,6 +25,7 @@ bool ParseNumber(const std::string& s, uint64_t* number) {
 
 std::string LogFileName(const std::string& dbname, uint64_t number) { return Numbered(dbname, number, "log"); }
 std::string TableFileName(const std::string& dbname, uint64_t number) { return Numbered(dbname, number, "sst"); }
+std::string BlobFileName(const std::string& dbname, uint64_t number) { return Numbered(dbname, number, "blob"); }
 std::string ManifestFileName(const std::string& dbname, uint64_t number) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "/MANIFEST-%06llu", static_cast<unsigned long long>(number));
@@ -53,6 +54,7 @@ bool ParseFileName(const std::string& name, uint64_t* number, FileType* type) {
   const std::string suffix = name.substr(dot + 1);
   if (suffix == "log") *type = FileType::kLog;
   else if (suffix == "sst") *type = FileType::kTable;
+  else if (suffix == "blob") *type = FileType::kBlob;
   else return false;
   return ParseNumber(name.substr(0, dot), number);
 }

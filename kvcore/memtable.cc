@@ -49,6 +49,9 @@ bool MemTable::Get(const LookupKey& key, std::string* value, Status* s) const {
     case kTypeDeletion:
       *s = Status::NotFound("deleted");
       return true;
+    case kTypeBlobIndex:  // never inserted: only compactions write blob indexes
+      *s = Status::Corruption("memtable holds a blob index for " + key.user_key().ToEscaped());
+      return true;
   }
   return false;
 }

@@ -14,6 +14,8 @@ enum Tag : uint32_t {
   kDeletedFile = 6,
   kNewFile = 7,
   kLevel0State = 8,
+  kNewBlobFile = 9,
+  kBlobGarbage = 10,
 };
 constexpr uint32_t kMaxLevels = 64;
 
@@ -67,6 +69,19 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutLengthPrefixedSlice(dst, f.largest.Encode());
     PutVarint64(dst, f.smallest_seq);
     PutVarint64(dst, f.largest_seq);
+  }
+  for (const BlobFileMeta& b : new_blob_files_) {
+    PutVarint32(dst, kNewBlobFile);
+    PutVarint64(dst, b.number);
+    PutVarint64(dst, b.file_size);
+    PutVarint64(dst, b.records);
+    PutVarint64(dst, b.record_bytes);
+  }
+  for (const auto& [number, g] : blob_garbage_) {
+    PutVarint32(dst, kBlobGarbage);
+    PutVarint64(dst, number);
+    PutVarint64(dst, g.records);
+    PutVarint64(dst, g.bytes);
   }
   if (level0_state_) {
     PutVarint32(dst, kLevel0State);
@@ -130,6 +145,25 @@ Status VersionEdit::DecodeFrom(const Slice& src) {
         if (GetLengthPrefixedSlice(&input, &str)) level0_state_ = str.ToString();
         else msg = "level0 state";
         break;
+      case kNewBlobFile: {
+        BlobFileMeta b;
+        if (GetVarint64(&input, &b.number) && GetVarint64(&input, &b.file_size) && GetVarint64(&input, &b.records) &&
+            GetVarint64(&input, &b.record_bytes)) {
+          new_blob_files_.push_back(b);
+        } else {
+          msg = "new-blob-file entry";
+        }
+        break;
+      }
+      case kBlobGarbage: {
+        BlobGarbage g;
+        if (GetVarint64(&input, &number) && GetVarint64(&input, &g.records) && GetVarint64(&input, &g.bytes)) {
+          AddBlobGarbage(number, g);
+        } else {
+          msg = "blob-garbage entry";
+        }
+        break;
+      }
       default:
         return Status::Corruption("version edit: unknown field tag " + std::to_string(tag) + " at byte " +
                                   std::to_string(field_offset));
@@ -155,6 +189,14 @@ std::string VersionEdit::DebugString() const {
   for (const auto& [level, f] : new_files_) {
     r += "\n  add L" + std::to_string(level) + " #" + std::to_string(f.number) + " " + std::to_string(f.file_size) +
          " bytes [" + f.smallest.DebugString() + " .. " + f.largest.DebugString() + "]";
+  }
+  for (const BlobFileMeta& b : new_blob_files_) {
+    r += "\n  add blob #" + std::to_string(b.number) + " " + std::to_string(b.records) + " records, " +
+         std::to_string(b.file_size) + " bytes";
+  }
+  for (const auto& [number, g] : blob_garbage_) {
+    r += "\n  blob #" + std::to_string(number) + " garbage +" + std::to_string(g.records) + " records, +" +
+         std::to_string(g.bytes) + " bytes";
   }
   if (level0_state_) r += "\n  level0 state: " + std::to_string(level0_state_->size()) + " bytes";
   return r + "\n}";

@@ -12,12 +12,18 @@
 //                      varstring smallest, varstring largest (internal keys),
 //                      varint64 smallest seq, varint64 largest seq
 //   8 level0 state     varstring (opaque state of an NVM L0, see level0.h)
+//   9 new blob file    varint64 number, varint64 file size, varint64 records,
+//                      varint64 record bytes
+//  10 blob garbage     varint64 number, varint64 records, varint64 bytes: so
+//                      many more of the file's records are no longer
+//                      referenced (added to what earlier edits said)
 // Unknown tags are corruption (a newer format), reported with the tag.
 //
 // Thread-safety: a value type.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -40,6 +46,20 @@ struct FileMetaData {
   bool being_compacted = false;  // guarded by the DB mutex
 };
 
+// A blob file as a compaction finished it (blob_store.h).
+struct BlobFileMeta {
+  uint64_t number = 0;
+  uint64_t file_size = 0;
+  uint64_t records = 0;
+  uint64_t record_bytes = 0;
+};
+
+// Records of a blob file that no SSTable entry references any more.
+struct BlobGarbage {
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+};
+
 class VersionEdit {
  public:
   void Clear() { *this = VersionEdit(); }
@@ -56,6 +76,12 @@ class VersionEdit {
     new_files_.emplace_back(level, copy);
   }
   void RemoveFile(int level, uint64_t number) { deleted_files_.insert({level, number}); }
+  void AddBlobFile(const BlobFileMeta& b) { new_blob_files_.push_back(b); }
+  void AddBlobGarbage(uint64_t number, const BlobGarbage& g) {
+    BlobGarbage& sum = blob_garbage_[number];
+    sum.records += g.records;
+    sum.bytes += g.bytes;
+  }
 
   void EncodeTo(std::string* dst) const;
   // Corruption naming the field and the byte offset where decoding failed.
@@ -70,6 +96,8 @@ class VersionEdit {
   const std::vector<std::pair<int, InternalKey>>& compact_pointers() const { return compact_pointers_; }
   const std::set<std::pair<int, uint64_t>>& deleted_files() const { return deleted_files_; }
   const std::vector<std::pair<int, FileMetaData>>& new_files() const { return new_files_; }
+  const std::vector<BlobFileMeta>& new_blob_files() const { return new_blob_files_; }
+  const std::map<uint64_t, BlobGarbage>& blob_garbage() const { return blob_garbage_; }
 
  private:
   std::optional<std::string> comparator_;
@@ -80,6 +108,8 @@ class VersionEdit {
   std::vector<std::pair<int, InternalKey>> compact_pointers_;
   std::set<std::pair<int, uint64_t>> deleted_files_;
   std::vector<std::pair<int, FileMetaData>> new_files_;
+  std::vector<BlobFileMeta> new_blob_files_;
+  std::map<uint64_t, BlobGarbage> blob_garbage_;
 };
 
 }  // namespace mxfs

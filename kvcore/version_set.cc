@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/logging.h"
+#include "kvcore/blob_store.h"
 #include "kvcore/filename.h"
 #include "kvcore/log_reader.h"
 #include "kvcore/merger.h"
@@ -30,6 +31,7 @@ Status Version::GetFromFile(const DbContext* ctx, const ReadOptions& options, co
                             const LookupKey& key, std::string* value, bool* found, bool* deleted) {
   const Comparator* ucmp = ctx->icmp.user_comparator();
   Status corrupt;
+  bool blob = false;
   Status s = ctx->table_cache->Get(options, f.number, f.file_size, key.internal_key(),
                                    [&](const Slice& k, const Slice& v) {
                                      ParsedInternalKey parsed;
@@ -41,10 +43,16 @@ Status Version::GetFromFile(const DbContext* ctx, const ReadOptions& options, co
                                      if (ucmp->Compare(parsed.user_key, key.user_key()) != 0) return;
                                      *found = true;
                                      *deleted = parsed.type == kTypeDeletion;
+                                     blob = parsed.type == kTypeBlobIndex;
                                      if (!*deleted) value->assign(v.data(), v.size());
                                    });
   if (!corrupt.ok()) return corrupt;
   if (s.IsNotFound()) return Status::OK();
+  if (s.ok() && blob) {
+    const std::string index = std::move(*value);
+    s = ctx->blob_store->Read(key.user_key(), index, value);
+    if (!s.ok()) s = s.WithContext("reading the value of a key in " + TableFileName(ctx->dbname, f.number));
+  }
   return s;
 }
 
@@ -183,6 +191,7 @@ class VersionSet::Builder {
     for (int l = 0; l < base->num_levels(); l++) {
       for (const auto& f : base->files(l)) levels_[l][f->number] = f;
     }
+    blobs_ = base->blob_files();
   }
   // Corruption if the edit names a level beyond num_levels.
   Status Apply(const VersionEdit& edit) {
@@ -193,6 +202,31 @@ class VersionSet::Builder {
     for (const auto& [level, f] : edit.new_files()) {
       if (level >= static_cast<int>(levels_.size())) return BadLevel(level);
       levels_[level][f.number] = std::make_shared<FileMetaData>(f);
+    }
+    for (const BlobFileMeta& b : edit.new_blob_files()) {
+      if (blobs_.contains(b.number)) {
+        return Status::Corruption("version edit adds blob file " + std::to_string(b.number) + " twice");
+      }
+      auto st = std::make_shared<BlobFileState>();
+      st->meta = b;
+      blobs_[b.number] = std::move(st);
+    }
+    for (const auto& [number, g] : edit.blob_garbage()) {
+      auto it = blobs_.find(number);
+      if (it == blobs_.end()) {
+        return Status::Corruption("version edit counts garbage in blob file " + std::to_string(number) +
+                                  ", which is not live");
+      }
+      auto st = std::make_shared<BlobFileState>(*it->second);
+      st->garbage.records += g.records;
+      st->garbage.bytes += g.bytes;
+      if (st->garbage.records > st->meta.records || st->garbage.bytes > st->meta.record_bytes) {
+        return Status::Corruption("version edit counts more garbage in blob file " + std::to_string(number) +
+                                  " than it holds (" + std::to_string(st->garbage.records) + " of " +
+                                  std::to_string(st->meta.records) + " records)");
+      }
+      if (st->garbage.records == st->meta.records) blobs_.erase(it);  // nothing references it any more
+      else it->second = std::move(st);
     }
     return Status::OK();
   }
@@ -208,6 +242,7 @@ class VersionSet::Builder {
         });
       }
     }
+    v->blob_files_ = blobs_;
   }
 
  private:
@@ -217,6 +252,7 @@ class VersionSet::Builder {
   }
   const DbContext* ctx_;
   std::vector<std::map<uint64_t, std::shared_ptr<FileMetaData>>> levels_;
+  BlobFileMap blobs_;
 };
 
 // ---- VersionSet ------------------------------------------------------------
@@ -242,6 +278,7 @@ void VersionSet::AppendVersion(std::shared_ptr<Version> v) {
 void VersionSet::ReinstallCurrent() {
   auto v = std::make_shared<Version>(ctx_, level0_, num_levels_);
   v->files_ = current_->files_;
+  v->blob_files_ = current_->blob_files_;
   Finalize(v.get());
   AppendVersion(std::move(v));
 }
@@ -253,6 +290,7 @@ void VersionSet::AddLiveFiles(std::set<uint64_t>* live) {
       for (int l = 0; l < v->num_levels(); l++) {
         for (const auto& f : v->files(l)) live->insert(f->number);
       }
+      for (const auto& [number, b] : v->blob_files()) live->insert(number);
     }
   }
 }
@@ -364,6 +402,10 @@ Status VersionSet::WriteSnapshot(LogWriter* log) {
     }
     for (const auto& f : current_->files(level)) edit.AddFile(level, *f);
   }
+  for (const auto& [number, b] : current_->blob_files()) {
+    edit.AddBlobFile(b->meta);
+    if (b->garbage.records > 0) edit.AddBlobGarbage(number, b->garbage);
+  }
   std::string record;
   edit.EncodeTo(&record);
   return log->AddRecord(record, false);
@@ -407,8 +449,8 @@ Status VersionSet::LogAndApply(VersionEdit* edit, std::unique_lock<std::mutex>& 
   LogWriter* writer = new_manifest ? fresh.get() : manifest_.get();
 
   lock.unlock();
-  if (s.ok() && !edit->new_files().empty()) {
-    // The new tables' directory entries must be durable before the MANIFEST names them.
+  if (s.ok() && (!edit->new_files().empty() || !edit->new_blob_files().empty())) {
+    // The new files' directory entries must be durable before the MANIFEST names them.
     s = ctx_->fs->SyncDir(ctx_->dbname);
   }
   if (s.ok()) s = writer->AddRecord(record, /*sync=*/true);

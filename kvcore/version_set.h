@@ -18,6 +18,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,16 @@ namespace mxfs {
 
 using FileList = std::vector<std::shared_ptr<FileMetaData>>;
 
+// A live blob file and how much of it is garbage (see blob_store.h).
+struct BlobFileState {
+  BlobFileMeta meta;
+  BlobGarbage garbage;
+  double GarbageRatio() const {
+    return meta.record_bytes == 0 ? 1.0 : static_cast<double>(garbage.bytes) / static_cast<double>(meta.record_bytes);
+  }
+};
+using BlobFileMap = std::map<uint64_t, std::shared_ptr<const BlobFileState>>;
+
 class Version {
  public:
   Version(const DbContext* ctx, Level0* level0, int num_levels) : ctx_(ctx), level0_(level0), files_(num_levels) {}
@@ -48,6 +59,8 @@ class Version {
 
   int num_levels() const { return static_cast<int>(files_.size()); }
   const FileList& files(int level) const { return files_[level]; }
+  // Blob files with at least one referenced record, by number.
+  const BlobFileMap& blob_files() const { return blob_files_; }
   int NumFiles(int level) const { return static_cast<int>(files_[level].size()); }
   uint64_t NumBytes(int level) const;
   // Files of level overlapping the user-key range [begin, end] (nullptr:
@@ -73,6 +86,7 @@ class Version {
   const DbContext* ctx_;
   Level0* level0_;
   std::vector<FileList> files_;  // L0 sorted by file number ascending, others by smallest key
+  BlobFileMap blob_files_;
   std::shared_ptr<const void> level0_pin_;
   double compaction_score_ = -1;
   int compaction_level_ = -1;
@@ -145,7 +159,7 @@ class VersionSet {
   // the L0 changed without a MANIFEST edit, e.g. a column was freed).
   void ReinstallCurrent();
 
-  // Table files referenced by any Version still pinned.
+  // Table and blob files referenced by any Version still pinned.
   void AddLiveFiles(std::set<uint64_t>* live);
   bool NeedsCompaction() const;
   // The most urgent size compaction, or nullptr.

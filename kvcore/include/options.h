@@ -42,6 +42,15 @@ struct Options {
   bool use_direct_io = false;  // O_DIRECT for table reads, flush and compaction
   bool use_io_uring = true;    // false forces the pread/pwrite fallback
 
+  // Key-value separation (kvcore/blob_store.h). A compaction writes a value
+  // of at least min_blob_size bytes into a blob file once and keeps a small
+  // index in the SSTables, so later compactions do not rewrite it. 0 turns
+  // separation off. Blob files end at blob_file_size; a compaction moves the
+  // live values out of a blob file once this share of it is garbage.
+  uint64_t min_blob_size = 2048;
+  uint64_t blob_file_size = 128ull << 20;
+  double blob_gc_garbage_ratio = 0.5;
+
   // Persistent memory. Empty nvm_path: L0 is SSTables on SSD and the WAL is a
   // file in the database directory. Otherwise the WAL and the matrix
   // container (L0) live in this pool (a devdax device, a file on a DAX

@@ -27,7 +27,7 @@ std::shared_ptr<MemTable> NewMem() { return std::make_shared<MemTable>(kIcmp); }
 std::unique_ptr<Iterator> DbIterOver(const std::vector<std::shared_ptr<MemTable>>& mems, SequenceNumber seq) {
   std::vector<std::unique_ptr<Iterator>> children;
   for (const auto& m : mems) children.push_back(m->NewIterator());
-  return NewDBIterator(BytewiseComparator(), NewMergingIterator(&kIcmp, std::move(children)), seq);
+  return NewDBIterator(BytewiseComparator(), nullptr, NewMergingIterator(&kIcmp, std::move(children)), seq);
 }
 
 std::string Forward(Iterator* it) {

@@ -1,0 +1,55 @@
+#include "kvcore/blob_store.h"
+
+#include "base/coding.h"
+#include "kvcore/filename.h"
+
+namespace mxfs {
+
+void BlobIndex::EncodeTo(std::string* dst) const {
+  PutVarint64(dst, file_number);
+  PutVarint64(dst, offset);
+  PutVarint64(dst, value_size);
+}
+
+Status BlobIndex::DecodeFrom(const Slice& src) {
+  Slice in = src;
+  if (!GetVarint64(&in, &file_number) || !GetVarint64(&in, &offset) || !GetVarint64(&in, &value_size) ||
+      !in.empty()) {
+    return Status::Corruption("malformed blob index " + src.ToEscaped());
+  }
+  return Status::OK();
+}
+
+Result<std::shared_ptr<BlobFileReader>> BlobStore::Find(uint64_t number) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = readers_.find(number);
+    if (it != readers_.end()) return it->second;
+  }
+  const std::string path = BlobFileName(ctx_->dbname, number);
+  auto size = ctx_->fs->GetFileSize(path);
+  if (!size) return Err(size.error().WithContext("a blob index names blob file " + std::to_string(number)));
+  auto file = ctx_->fs->NewRandomAccessFile(path, ctx_->file_options);
+  if (!file) return Err(file.error());
+  auto reader = BlobFileReader::Open(std::move(*file), *size);
+  if (!reader) return Err(reader.error());
+  std::shared_ptr<BlobFileReader> shared = std::move(*reader);
+  std::lock_guard<std::mutex> g(mu_);
+  auto [it, inserted] = readers_.emplace(number, shared);  // another thread may have won the race
+  return it->second;
+}
+
+Status BlobStore::Read(const Slice& user_key, const Slice& encoded_index, std::string* value) {
+  BlobIndex index;
+  MXFS_RETURN_IF_ERROR(index.DecodeFrom(encoded_index));
+  auto reader = Find(index.file_number);
+  if (!reader) return reader.error();
+  return (*reader)->Get(user_key, index.offset, index.value_size, value);
+}
+
+void BlobStore::Evict(uint64_t number) {
+  std::lock_guard<std::mutex> g(mu_);
+  readers_.erase(number);
+}
+
+}  // namespace mxfs

@@ -1,0 +1,68 @@
+// Key-value separation in the engine: the blob index that an SSTable holds
+// in place of a separated value, and BlobStore, the open blob files (see
+// ssd/blob_file.h for their format).
+//
+// Which values are separated: a compaction that meets a put whose value is
+// at least Options.min_blob_size bytes appends the value to one of its own
+// blob files and writes a kTypeBlobIndex entry instead. The memtable and the
+// matrix container always hold values inline, so separation happens once per
+// value, when it first leaves L0; later compactions copy the 10–20 byte
+// index, not the value.
+//
+// Every blob record is referenced by exactly one SSTable entry. When a
+// compaction drops that entry (overwritten, deleted, or relocated) it counts
+// the record as garbage of its file in the same MANIFEST edit; a file whose
+// records are all garbage leaves the Version and is deleted once no older
+// Version is pinned. Compactions relocate the live values of files whose
+// garbage ratio reaches Options.blob_gc_garbage_ratio, so rewritten data
+// frees its space.
+//
+// Thread-safety: BlobIndex is a value type; BlobStore is thread-safe (one
+// internal mutex, never held across I/O).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "base/slice.h"
+#include "base/status.h"
+#include "kvcore/db_context.h"
+#include "ssd/blob_file.h"
+
+namespace mxfs {
+
+// Encoding: varint64 file number, varint64 record offset, varint64 value size.
+struct BlobIndex {
+  uint64_t file_number = 0;
+  uint64_t offset = 0;  // of the record header in the file
+  uint64_t value_size = 0;
+
+  void EncodeTo(std::string* dst) const;
+  // Corruption (quoting the bytes) if src is not exactly one blob index.
+  [[nodiscard]] Status DecodeFrom(const Slice& src);
+};
+
+class BlobStore {
+ public:
+  explicit BlobStore(const DbContext* ctx) : ctx_(ctx) {}
+  BlobStore(const BlobStore&) = delete;
+  BlobStore& operator=(const BlobStore&) = delete;
+
+  // Resolves the blob index stored for user_key into *value. Errors name the
+  // blob file and offset.
+  [[nodiscard]] Status Read(const Slice& user_key, const Slice& encoded_index, std::string* value);
+  // Forgets the reader of a file that is being deleted.
+  void Evict(uint64_t number);
+
+ private:
+  Result<std::shared_ptr<BlobFileReader>> Find(uint64_t number);
+
+  const DbContext* const ctx_;
+  std::mutex mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<BlobFileReader>> readers_;  // guarded by mu_
+};
+
+}  // namespace mxfs
