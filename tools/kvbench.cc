@@ -114,6 +114,9 @@ struct Flags {
   bool use_row_blooms = true;
   int64_t column_compaction_threads = 1;
   bool container_pacing = false;
+  uint64_t min_blob_size = Options().min_blob_size;
+  uint64_t blob_file_size = Options().blob_file_size;
+  double blob_gc_garbage_ratio = Options().blob_gc_garbage_ratio;
 };
 
 enum class FlagType { kBool, kInt, kUint, kDouble, kString };
@@ -182,6 +185,11 @@ std::vector<FlagSpec> FlagTable(Flags* f) {
       {"column_compaction_threads", FlagType::kInt, &f->column_compaction_threads, "column compaction threads"},
       {"container_pacing", FlagType::kBool, &f->container_pacing,
        "writers keep to column compaction's drain rate near a full container"},
+      {"min_blob_size", FlagType::kUint, &f->min_blob_size,
+       "values of at least this many bytes go to blob files at their first compaction (0: no separation)"},
+      {"blob_file_size", FlagType::kUint, &f->blob_file_size, "bytes per blob file"},
+      {"blob_gc_garbage_ratio", FlagType::kDouble, &f->blob_gc_garbage_ratio,
+       "compactions move live values out of blob files with this share of garbage"},
   };
 }
 
@@ -750,6 +758,9 @@ void Benchmark::Open() {
   o.container_share = flags_.container_share;
   o.column_compaction_threads = static_cast<int>(flags_.column_compaction_threads);
   o.pace_writers_to_container = flags_.container_pacing;
+  o.min_blob_size = flags_.min_blob_size;
+  o.blob_file_size = flags_.blob_file_size;
+  o.blob_gc_garbage_ratio = flags_.blob_gc_garbage_ratio;
   o.use_cross_row_hints = flags_.use_hints;
   o.use_row_blooms = flags_.use_row_blooms;
   if (!flags_.use_existing_db) {
