@@ -1,5 +1,5 @@
 // make_fuzz_corpus: writes the seed corpus of every fuzz target from the
-// real writers (TableBuilder, BlockBuilder, RowTableBuilder, Pool::Create +
+// real writers (TableBuilder, BlockBuilder, BlobFileBuilder, RowTableBuilder, Pool::Create +
 // PmWal::Append + MatrixContainer::AddRow, LogWriter, VersionEdit::EncodeTo,
 // WriteBatch, EncodeSuperblock, EncodeInodeAttr), in the input format of
 // each target (fuzz_util.h: a flags byte, then the payload).
@@ -23,6 +23,7 @@
 #include "nvm/pm_wal.h"
 #include "nvm/pool.h"
 #include "nvm/row_table.h"
+#include "ssd/blob_file.h"
 #include "ssd/block_builder.h"
 #include "ssd/file_system.h"
 #include "ssd/table.h"
@@ -108,6 +109,43 @@ void BlockSeeds() {
     for (auto& [k, v] : Kv(40, "b")) b.Add(k, v);
     Seed("block", "40keys-restart" + std::to_string(restart), 0, b.Finish().ToString());
   }
+}
+
+// A blob file through the real file layer (written to /tmp, read back).
+std::string BuildBlob(const std::vector<std::pair<std::string, std::string>>& kv) {
+  std::string path = "/tmp/mxfs-fuzz-corpus-" + std::to_string(::getpid()) + ".blob";
+  FileSystem* fs = DefaultFileSystem();
+  auto f = fs->NewWritableFile(path);
+  if (!f) {
+    Fail("blob file", f.error());
+    return "";
+  }
+  BlobFileBuilder b(f->get());
+  Status s;
+  uint64_t offset = 0;
+  for (auto& [k, v] : kv) {
+    if (s.ok()) s = b.Add(k, v, &offset);
+  }
+  if (s.ok()) s = b.Finish();
+  if (s.ok()) s = (*f)->Close();
+  if (!s.ok()) Fail("blob", s);
+  auto data = ReadFileToString(fs, path);
+  fs->RemoveFile(path).IgnoreError();
+  if (!data) {
+    Fail("read blob", data.error());
+    return "";
+  }
+  return *data;
+}
+
+void BlobSeeds() {
+  Seed("blob", "empty", kFixChecksums, BuildBlob({}));
+  Seed("blob", "20records-fix", kFixChecksums, BuildBlob(Kv(20, "blob")));
+  Seed("blob", "20records-counts", kFixChecksums | 2, BuildBlob(Kv(20, "blob")));
+  Seed("blob", "5records-raw", 0, BuildBlob(Kv(5, "raw")));
+  // An empty key, an empty value, a 1-byte key and a value of a few KiB.
+  Seed("blob", "edge-sizes", kFixChecksums,
+       BuildBlob({{"", "value under the empty key"}, {"k", ""}, {"key2", std::string(3000, 'v')}, {"", ""}}));
 }
 
 void RowTableSeeds() {
@@ -270,6 +308,7 @@ int main(int argc, char** argv) {
   ::mkdir(argv[1], 0755);
   mxfs::fuzz::TableSeeds();
   mxfs::fuzz::BlockSeeds();
+  mxfs::fuzz::BlobSeeds();
   mxfs::fuzz::RowTableSeeds();
   mxfs::fuzz::PoolSeeds();
   mxfs::fuzz::KvcoreSeeds();

@@ -30,7 +30,7 @@ FUZZ_BUILD ?= build/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 5
 FUZZ_DEB_PKGS := clang-16 libclang-rt-16-dev
-FUZZ_ALL := table block row_table pool pm_wal container log_reader version_edit write_batch superblock schema
+FUZZ_ALL := table block blob row_table pool pm_wal container log_reader version_edit write_batch superblock schema
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 
 FUZZ_LIB_SRCS := $(wildcard base/*.cc ssd/*.cc nvm/*.cc) \
