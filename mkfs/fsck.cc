@@ -23,6 +23,7 @@
 #include "base/coding.h"
 #include "fuse/schema.h"
 #include "fuse/superblock.h"
+#include "kvcore/blob_store.h"
 #include "kvcore/dbformat.h"
 #include "kvcore/filename.h"
 #include "kvcore/include/db.h"
@@ -33,6 +34,7 @@
 #include "nvm/pm_wal.h"
 #include "nvm/pool.h"
 #include "nvm/row_table.h"
+#include "ssd/blob_file.h"
 #include "ssd/file_system.h"
 #include "ssd/table.h"
 
@@ -143,7 +145,13 @@ class Checker {
   void CheckPmWal(Pool* pool);
   void CheckContainer(Pool* pool);
   void CheckDatabaseFiles();
-  void CheckTables(const std::map<int, std::map<uint64_t, FileMetaData>>& levels);
+  struct BlobState {
+    BlobFileMeta meta;
+    BlobGarbage garbage;
+  };
+  void CheckTables(const std::map<int, std::map<uint64_t, FileMetaData>>& levels,
+                   const std::map<uint64_t, BlobState>& blobs);
+  void CheckBlobFile(const BlobState& b, const BlobGarbage& refs);
   void CheckWals(uint64_t log_number);
   void CheckGraph();
   bool Scan(DB* db);
@@ -472,6 +480,7 @@ void Checker::CheckDatabaseFiles() {
   }
   LogReader reader(std::move(*file));
   std::map<int, std::map<uint64_t, FileMetaData>> levels;
+  std::map<uint64_t, BlobState> blobs;
   uint64_t log_number = 0;
   std::string scratch;
   Slice record;
@@ -490,6 +499,20 @@ void Checker::CheckDatabaseFiles() {
     }
     for (const auto& [level, num] : edit.deleted_files()) levels[level].erase(num);
     for (const auto& [level, f] : edit.new_files()) levels[level][f.number] = f;
+    for (const BlobFileMeta& b : edit.new_blob_files()) blobs[b.number].meta = b;
+    for (const auto& [num, g] : edit.blob_garbage()) {
+      auto it = blobs.find(num);
+      if (it == blobs.end()) {
+        Problem(manifest + " record " + std::to_string(records) + " counts garbage in blob file " +
+                    BlobFileName(kv, num) + ", which is not live",
+                Fix::kNever);
+        ok = false;
+        continue;
+      }
+      it->second.garbage.records += g.records;
+      it->second.garbage.bytes += g.bytes;
+      if (it->second.garbage.records >= it->second.meta.records) blobs.erase(it);  // all garbage: gone
+    }
     if (edit.log_number()) log_number = *edit.log_number();
     offset = reader.LastRecordEnd();
     ++records;
@@ -505,11 +528,12 @@ void Checker::CheckDatabaseFiles() {
     ok = false;
   }
   Verbose(manifest + ": " + std::to_string(records) + " records");
-  if (ok) CheckTables(levels);
+  if (ok) CheckTables(levels, blobs);
   CheckWals(log_number);
 }
 
-void Checker::CheckTables(const std::map<int, std::map<uint64_t, FileMetaData>>& levels) {
+void Checker::CheckTables(const std::map<int, std::map<uint64_t, FileMetaData>>& levels,
+                          const std::map<uint64_t, BlobState>& blobs) {
   static const InternalKeyComparator icmp(BytewiseComparator());
   FileSystem* fs = DefaultFileSystem();
   TableOptions topts;
@@ -518,6 +542,7 @@ void Checker::CheckTables(const std::map<int, std::map<uint64_t, FileMetaData>>&
   topts.verify_checksums = true;
   const std::string kv = KvPath(datadir_);
   size_t tables = 0;
+  std::map<uint64_t, BlobGarbage> refs;  // live records referenced, per blob file
   for (const auto& [level, files] : levels) {
     std::vector<const FileMetaData*> sorted;
     for (const auto& [num, f] : files) {
@@ -548,6 +573,31 @@ void Checker::CheckTables(const std::map<int, std::map<uint64_t, FileMetaData>>&
         Problem(path + ": " + s.ToString(), Fix::kNever);
         continue;
       }
+      // Blob references: every record of a live blob file that is not
+      // garbage is named by exactly one table entry.
+      {
+        auto it = (*table)->NewIterator(false);
+        for (it->SeekToFirst(); it->Valid(); it->Next()) {
+          ParsedInternalKey ik;
+          if (!ParseInternalKey(it->key(), &ik) || ik.type != kTypeBlobIndex) continue;
+          BlobIndex bi;
+          Status bs = bi.DecodeFrom(it->value());
+          if (!bs.ok()) {
+            Problem(path + ": key " + ik.user_key.ToEscaped() + ": " + bs.ToString(), Fix::kNever);
+            continue;
+          }
+          if (!blobs.contains(bi.file_number)) {
+            Problem(path + ": key " + ik.user_key.ToEscaped() + " points into blob file " +
+                        BlobFileName(kv, bi.file_number) + ", which the MANIFEST does not list as live",
+                    Fix::kNever);
+            continue;
+          }
+          BlobGarbage& r = refs[bi.file_number];
+          r.records++;
+          r.bytes += BlobRecordSize(ik.user_key.size(), bi.value_size);
+        }
+        if (!it->status().ok()) Problem(path + ": " + it->status().ToString(), Fix::kNever);
+      }
       const TableProperties& p = (*table)->properties();
       if (p.num_entries > 0 && (Slice(p.smallest_key) != f.smallest.Encode() || Slice(p.largest_key) != f.largest.Encode())) {
         Problem(path + ": holds keys " + InternalKeyToString(p.smallest_key) + " .. " +
@@ -571,6 +621,45 @@ void Checker::CheckTables(const std::map<int, std::map<uint64_t, FileMetaData>>&
     }
   }
   Verbose(kv + ": " + std::to_string(tables) + " live tables checked");
+  for (const auto& [num, b] : blobs) CheckBlobFile(b, refs[num]);
+  Verbose(kv + ": " + std::to_string(blobs.size()) + " live blob files checked");
+}
+
+void Checker::CheckBlobFile(const BlobState& b, const BlobGarbage& refs) {
+  FileSystem* fs = DefaultFileSystem();
+  const std::string path = BlobFileName(KvPath(datadir_), b.meta.number);
+  const uint64_t live_records = b.meta.records - b.garbage.records;
+  const uint64_t live_bytes = b.meta.record_bytes - std::min(b.meta.record_bytes, b.garbage.bytes);
+  if (refs.records != live_records || refs.bytes != live_bytes) {
+    Problem(path + ": the MANIFEST counts " + std::to_string(live_records) + " live records (" +
+                std::to_string(live_bytes) + " bytes), the tables reference " + std::to_string(refs.records) + " (" +
+                std::to_string(refs.bytes) + " bytes)",
+            Fix::kNever);
+  }
+  auto size = fs->GetFileSize(path);
+  if (!size) {
+    Problem("blob file " + path + ": " + size.error().ToString(), Fix::kNever);
+    return;
+  }
+  if (*size != b.meta.file_size) {
+    Problem(path + ": " + std::to_string(*size) + " bytes, the MANIFEST records " + std::to_string(b.meta.file_size),
+            Fix::kNever);
+    return;
+  }
+  auto raf = fs->NewRandomAccessFile(path);
+  if (!raf) {
+    Problem(path + ": " + raf.error().ToString(), Fix::kNever);
+    return;
+  }
+  BlobFileSummary sum;
+  Status s = ScanBlobFile(raf->get(), *size, [](uint64_t, const Slice&, const Slice&) { return true; }, &sum);
+  if (!s.ok()) {
+    Problem(s.ToString(), Fix::kNever);
+  } else if (sum.records != b.meta.records || sum.record_bytes != b.meta.record_bytes) {
+    Problem(path + ": holds " + std::to_string(sum.records) + " records, the MANIFEST records " +
+                std::to_string(b.meta.records),
+            Fix::kNever);
+  }
 }
 
 void Checker::CheckWals(uint64_t log_number) {
