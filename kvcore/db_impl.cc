@@ -374,6 +374,10 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
     MXFS_RETURN_IF_ERROR(s);
   }
   versions_->SetLastSequence(max_sequence);
+  // Tables and blob files of a compaction cut short by a crash are in no
+  // MANIFEST edit; numbering past them lets DeleteObsoleteFiles remove them.
+  for (const uint64_t n : tables) versions_->MarkFileNumberUsed(n);
+  for (const uint64_t n : blob_files) versions_->MarkFileNumberUsed(n);
   if (ctx_.options.read_only) {
     // The replayed records stay in memtables; nothing is written.
     if (mem_ && !mem_->Empty()) imms_.push_back(std::move(mem_));
