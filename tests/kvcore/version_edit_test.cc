@@ -75,3 +75,58 @@ TEST_CASE("VersionEdit: truncation and unknown tags are Corruption with the byte
   CHECK(s.IsCorruption());
   CHECK(s.message().find("unknown field tag 99") != std::string_view::npos);
 }
+
+TEST_CASE("VersionEdit: new blob files (tag 9) and blob garbage (tag 10) round-trip") {
+  VersionEdit e;
+  BlobFileMeta b;
+  b.number = 12;
+  b.file_size = 1ull << 33;
+  b.records = 300;
+  b.record_bytes = (1ull << 33) - 40;
+  e.AddBlobFile(b);
+  b.number = 13;
+  b.file_size = 4096;
+  b.records = 1;
+  b.record_bytes = 4056;
+  e.AddBlobFile(b);
+  e.AddBlobGarbage(7, BlobGarbage{2, 9000});
+  e.AddBlobGarbage(7, BlobGarbage{1, 100});  // sums per file
+  e.AddBlobGarbage(12, BlobGarbage{300, (1ull << 33) - 40});
+  std::string enc;
+  e.EncodeTo(&enc);
+
+  VersionEdit d;
+  REQUIRE(d.DecodeFrom(enc).ok());
+  std::string enc2;
+  d.EncodeTo(&enc2);
+  CHECK(enc == enc2);
+  REQUIRE(d.new_blob_files().size() == 2);
+  CHECK(d.new_blob_files()[0].number == 12);
+  CHECK(d.new_blob_files()[0].file_size == (1ull << 33));
+  CHECK(d.new_blob_files()[0].records == 300);
+  CHECK(d.new_blob_files()[0].record_bytes == (1ull << 33) - 40);
+  CHECK(d.new_blob_files()[1].number == 13);
+  REQUIRE(d.blob_garbage().size() == 2);
+  CHECK(d.blob_garbage().at(7).records == 3);
+  CHECK(d.blob_garbage().at(7).bytes == 9100);
+  CHECK(d.blob_garbage().at(12).records == 300);
+  CHECK(d.DebugString().find("add blob #12") != std::string::npos);
+  CHECK(d.DebugString().find("blob #7 garbage +3 records") != std::string::npos);
+}
+
+TEST_CASE("VersionEdit: a cut blob-file or blob-garbage field is Corruption naming it") {
+  for (int which = 0; which < 2; which++) {
+    VersionEdit e;
+    if (which == 0) e.AddBlobFile(BlobFileMeta{5, 1000, 3, 900});
+    else e.AddBlobGarbage(5, BlobGarbage{3, 900});
+    std::string enc;
+    e.EncodeTo(&enc);
+    for (size_t cut = 1; cut < enc.size(); cut++) {
+      VersionEdit d;
+      Status s = d.DecodeFrom(Slice(enc.data(), cut));
+      INFO("field " << which << " cut " << cut << ": " << s.ToString());
+      CHECK(s.IsCorruption());
+      CHECK(s.message().find(which == 0 ? "new-blob-file" : "blob-garbage") != std::string_view::npos);
+    }
+  }
+}
