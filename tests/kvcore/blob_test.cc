@@ -22,6 +22,7 @@
 #include "kvcore/filename.h"
 #include "kvcore/include/db.h"
 #include "kvcore/include/file_system.h"
+#include "kvcore/log_reader.h"
 #include "kvcore/log_writer.h"
 #include "kvcore/version_edit.h"
 #include "ssd/blob_file.h"
@@ -515,6 +516,245 @@ TEST_CASE("Blob: an unfinished .blob file left by a compaction cut short is remo
   }
   REQUIRE(db->CompactRange(nullptr, nullptr).ok());
   CheckDb(db.get(), model);
+  CheckNoOrphanBlobs(db.get(), path);
+  REQUIRE(db->Close().ok());
+}
+
+namespace {
+
+uint64_t BlobNumber(const std::string& file) {
+  return std::stoull(std::filesystem::path(file).filename().string());
+}
+
+// Copies the live MANIFEST's records into MANIFEST-900000, appends extra,
+// and points CURRENT at the copy.
+void AppendManifestEdit(const std::string& path, const VersionEdit& extra) {
+  FileSystem* fs = DefaultFileSystem();
+  std::string current = mxfs::testing::ReadAll(path + "/CURRENT");
+  REQUIRE_FALSE(current.empty());
+  current.pop_back();
+  auto in = fs->NewSequentialFile(path + "/" + current);
+  REQUIRE(in.has_value());
+  LogReader reader(std::move(*in));
+  auto out = fs->NewWritableFile(ManifestFileName(path, 900000));
+  REQUIRE(out.has_value());
+  LogWriter writer(std::move(*out));
+  Slice record;
+  std::string scratch;
+  int records = 0;
+  while (reader.ReadRecord(&record, &scratch)) {
+    REQUIRE(writer.AddRecord(record, false).ok());
+    records++;
+  }
+  REQUIRE(records > 0);
+  std::string enc;
+  extra.EncodeTo(&enc);
+  REQUIRE(writer.AddRecord(enc, true).ok());
+  REQUIRE(writer.Close().ok());
+  mxfs::testing::WriteAll(path + "/CURRENT", "MANIFEST-900000\n");
+}
+
+// A closed database with blob files (and garbage in some).
+Model MakeBlobDb(const Options& o, const std::string& path) {
+  Model model;
+  auto db = OpenDb(o, path);
+  for (int gen = 0; gen < 2; gen++) {
+    for (int i = 0; i < 40; i += gen + 1) {
+      const std::string v = Value(i, gen, 2500);
+      REQUIRE(db->Put(WriteOptions(), Key(i), v).ok());
+      model[Key(i)] = v;
+    }
+    REQUIRE(db->CompactRange(nullptr, nullptr).ok());
+  }
+  REQUIRE(Stat(db.get(), "blob.files") > 0);
+  REQUIRE(db->Close().ok());
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("Blob: a MANIFEST counting garbage in an unknown blob file, or more than it holds, fails Open as Corruption") {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  Options o = BlobOptions("");
+  o.blob_gc_garbage_ratio = 1.0;
+  MakeBlobDb(o, path);
+  const auto files = BlobFiles(path);
+  REQUIRE_FALSE(files.empty());
+  const uint64_t live = BlobNumber(files.front());
+  const std::string saved_current = mxfs::testing::ReadAll(path + "/CURRENT");
+
+  SECTION("garbage in a file that is not live") {
+    VersionEdit e;
+    e.AddBlobGarbage(777777, BlobGarbage{1, 100});
+    AppendManifestEdit(path, e);
+    auto db = DB::Open(o, path);
+    REQUIRE_FALSE(db.has_value());
+    const std::string msg = db.error().ToString();
+    INFO(msg);
+    CHECK(db.error().IsCorruption());
+    CHECK(msg.find("MANIFEST-900000") != std::string::npos);
+    CHECK(msg.find("blob file 777777") != std::string::npos);
+  }
+  SECTION("more garbage records than the file holds") {
+    VersionEdit e;
+    e.AddBlobGarbage(live, BlobGarbage{1000000, 1});
+    AppendManifestEdit(path, e);
+    auto db = DB::Open(o, path);
+    REQUIRE_FALSE(db.has_value());
+    const std::string msg = db.error().ToString();
+    INFO(msg);
+    CHECK(db.error().IsCorruption());
+    CHECK(msg.find("MANIFEST-900000") != std::string::npos);
+    CHECK(msg.find("more garbage in blob file " + std::to_string(live)) != std::string::npos);
+  }
+  SECTION("more garbage bytes than the file holds") {
+    VersionEdit e;
+    e.AddBlobGarbage(live, BlobGarbage{1, 1ull << 40});
+    AppendManifestEdit(path, e);
+    auto db = DB::Open(o, path);
+    REQUIRE_FALSE(db.has_value());
+    INFO(db.error().ToString());
+    CHECK(db.error().IsCorruption());
+    CHECK(db.error().ToString().find("blob file " + std::to_string(live)) != std::string::npos);
+  }
+  SECTION("a blob file added twice") {
+    VersionEdit e;
+    e.AddBlobFile(BlobFileMeta{live, 4096, 1, 4000});
+    AppendManifestEdit(path, e);
+    auto db = DB::Open(o, path);
+    REQUIRE_FALSE(db.has_value());
+    INFO(db.error().ToString());
+    CHECK(db.error().IsCorruption());
+    CHECK(db.error().ToString().find("blob file " + std::to_string(live)) != std::string::npos);
+  }
+  SECTION("the unchanged MANIFEST still opens") {
+    auto db = DB::Open(o, path);
+    if (!db) FAIL(db.error().ToString());
+    REQUIRE((*db)->Close().ok());
+  }
+}
+
+TEST_CASE("Blob: a blob file named by the MANIFEST but missing fails Open, naming it") {
+  const bool use_pool = GENERATE(false, true);
+  INFO((use_pool ? "pool" : "SSD L0"));
+  TempDir dir;
+  TempPool pool(use_pool);
+  const std::string path = dir.Sub("db");
+  const Options o = BlobOptions(pool.path());
+  MakeBlobDb(o, path);
+  const auto files = BlobFiles(path);
+  REQUIRE_FALSE(files.empty());
+  REQUIRE(std::filesystem::remove(files.back()));
+  for (const bool read_only : {false, true}) {
+    Options oo = o;
+    oo.read_only = read_only;
+    auto db = DB::Open(oo, path);
+    REQUIRE_FALSE(db.has_value());
+    INFO(db.error().ToString());
+    CHECK(db.error().IsCorruption());
+    CHECK(db.error().ToString().find(std::filesystem::path(files.back()).filename().string()) != std::string::npos);
+  }
+}
+
+TEST_CASE("Blob: a flipped byte in a blob file is Corruption naming the file, never a wrong value") {
+  const bool use_pool = GENERATE(false, true);
+  INFO((use_pool ? "pool" : "SSD L0"));
+  TempDir dir;
+  TempPool pool(use_pool);
+  const std::string path = dir.Sub("db");
+  const Options o = BlobOptions(pool.path());
+  const Model model = MakeBlobDb(o, path);
+  const auto files = BlobFiles(path);
+  REQUIRE_FALSE(files.empty());
+  const std::string victim = files.front();
+  const std::string name = std::filesystem::path(victim).filename().string();
+  std::string bytes = mxfs::testing::ReadAll(victim);
+  // Header 16 bytes, record header 12, key 8: a byte of the first value, and
+  // one of the file header.
+  const size_t where = GENERATE(size_t{16 + 12 + 8 + 100}, size_t{3});
+  INFO("flipped byte " << where << " of " << name);
+  REQUIRE(bytes.size() > where);
+  bytes[where] ^= 0x20;
+  mxfs::testing::WriteAll(victim, bytes);
+
+  auto db = OpenDb(o, path);
+  int corrupt = 0;
+  for (const auto& [k, v] : model) {
+    std::string got;
+    Status s = db->Get(ReadOptions(), k, &got);
+    INFO(k << ": " << s.ToString());
+    if (s.ok()) {
+      REQUIRE(got == v);
+      continue;
+    }
+    CHECK(s.IsCorruption());
+    CHECK(s.ToString().find(name) != std::string::npos);
+    corrupt++;
+  }
+  CHECK(corrupt >= 1);
+  // A scan stops at the damaged value with the same error.
+  auto it = db->NewIterator(ReadOptions());
+  auto m = model.begin();
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
+    REQUIRE(m != model.end());
+    REQUIRE(it->key().ToString() == m->first);
+    REQUIRE(it->value().ToString() == m->second);
+  }
+  INFO(it->status().ToString());
+  CHECK(it->status().IsCorruption());
+  CHECK(it->status().ToString().find(name) != std::string::npos);
+  it.reset();
+  REQUIRE(db->Close().ok());
+}
+
+TEST_CASE("Blob: ENOSPC or EIO on a .blob file fails the compaction cleanly and loses nothing") {
+  const bool use_pool = GENERATE(false, true);
+  const int which = GENERATE(0, 1, 2);  // write ENOSPC, write EIO, sync EIO
+  INFO((use_pool ? "pool" : "SSD L0") << ", fault " << which);
+  TempDir dir;
+  TempPool pool(use_pool);
+  const std::string path = dir.Sub("db");
+  FaultInjectionFileSystem fs(DefaultFileSystem());
+  Options o = BlobOptions(pool.path());
+  o.fs = &fs;
+  o.level0_file_num_compaction_trigger = 8;  // only our manual compaction runs
+  o.level0_slowdown_writes_trigger = 8;
+  o.level0_stop_writes_trigger = 12;
+  o.container_share = 0.6;
+  Model model;
+  {
+    auto db = OpenDb(o, path);
+    WriteOptions synced;
+    synced.sync = true;
+    for (int i = 0; i < 40; i++) {
+      const std::string v = Value(i, 0, i % 3 == 0 ? 200 : 3000);
+      REQUIRE(db->Put(synced, Key(i), v).ok());
+      model[Key(i)] = v;
+    }
+    REQUIRE(db->Flush().ok());
+    if (which == 2) fs.FailAfterMatching(FaultOp::kSync, 0, EIO, false, ".blob");
+    else fs.FailAfterMatching(FaultOp::kWrite, 0, which == 0 ? ENOSPC : EIO, false, ".blob");
+    Status cs = db->CompactRange(nullptr, nullptr);
+    INFO(cs.ToString());
+    CHECK_FALSE(cs.ok());
+    CHECK(fs.InjectedFaults() > 0);
+    fs.ClearFaults();
+    Status ws = db->Put(synced, "after", "x");
+    INFO(ws.ToString());
+    CHECK(ws.IsReadOnly());
+    // The old tree still answers.
+    CheckDb(db.get(), model);
+    // The failed compaction's blob files are gone.
+    CHECK(BlobFiles(path).size() == Stat(db.get(), "blob.files"));
+  }
+  auto db = OpenDb(o, path);
+  CheckDb(db.get(), model);
+  REQUIRE(db->Put(WriteOptions(), "writable", "again").ok());
+  model["writable"] = "again";
+  REQUIRE(db->CompactRange(nullptr, nullptr).ok());
+  CheckDb(db.get(), model);
+  CHECK(Stat(db.get(), "blob.files") > 0);
   CheckNoOrphanBlobs(db.get(), path);
   REQUIRE(db->Close().ok());
 }
