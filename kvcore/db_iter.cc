@@ -15,12 +15,28 @@ class DBIter final : public Iterator {
 
   bool Valid() const override { return valid_; }
   Slice key() const override { return direction_ == kForward ? ExtractUserKey(iter_->key()) : Slice(saved_key_); }
+  // A blob index is resolved here, on first use, so that scans that only
+  // look at keys (deleting a file's blocks) read no blob file. A failed read
+  // gives an empty value, makes the iterator invalid and leaves the error in
+  // status().
   Slice value() const override {
-    if (direction_ == kReverse) return saved_value_;
-    return blob_ ? Slice(blob_value_) : iter_->value();
+    const Slice raw = direction_ == kReverse ? Slice(saved_value_) : iter_->value();
+    if (!blob_) return raw;
+    if (!blob_resolved_) {
+      blob_resolved_ = true;
+      Status s = blobs_ != nullptr ? blobs_->Read(key(), raw, &blob_value_)
+                                   : Status::Corruption("blob index in an iterator without a blob store");
+      if (!s.ok()) {
+        blob_value_.clear();
+        blob_status_ = std::move(s);
+        valid_ = false;  // the loop around this call ends; status() says why
+      }
+    }
+    return blob_value_;
   }
   Status status() const override {
     if (!status_.ok()) return status_;
+    if (!blob_status_.ok()) return blob_status_;
     return iter_->status();
   }
 
@@ -115,10 +131,8 @@ class DBIter final : public Iterator {
             if (skipping && user_cmp_->Compare(ikey.user_key, saved_key_) <= 0) break;  // hidden
             valid_ = true;
             saved_key_.clear();
-            if (ikey.type == kTypeBlobIndex) {
-              blob_ = true;
-              Resolve(ikey.user_key, iter_->value(), &blob_value_);
-            }
+            blob_ = ikey.type == kTypeBlobIndex;
+            blob_resolved_ = false;
             return;
         }
       }
@@ -131,6 +145,7 @@ class DBIter final : public Iterator {
   // Backward: scans entries of decreasing user key, keeping the newest
   // visible one of the current user key, until the key changes after a put.
   void FindPrevUserEntry() {
+    blob_ = false;
     ValueType value_type = kTypeDeletion;
     if (iter_->Valid()) {
       do {
@@ -157,20 +172,8 @@ class DBIter final : public Iterator {
       direction_ = kForward;
     } else {
       valid_ = true;
-      if (value_type == kTypeBlobIndex) {
-        const std::string index = saved_value_;
-        Resolve(saved_key_, index, &saved_value_);
-      }
-    }
-  }
-
-  // The value a blob index stands for; on error the iterator stops with it.
-  void Resolve(const Slice& user_key, const Slice& index, std::string* value) {
-    Status s = blobs_ != nullptr ? blobs_->Read(user_key, index, value)
-                                 : Status::Corruption("blob index in an iterator without a blob store");
-    if (!s.ok()) {
-      status_ = std::move(s);
-      valid_ = false;
+      blob_ = value_type == kTypeBlobIndex;
+      blob_resolved_ = false;
     }
   }
 
@@ -183,9 +186,13 @@ class DBIter final : public Iterator {
   std::string saved_key_;
   std::string saved_value_;
   Direction direction_ = kForward;
-  bool valid_ = false;
-  bool blob_ = false;       // forward: the current entry's value is blob_value_
-  std::string blob_value_;
+  mutable bool valid_ = false;  // also cleared by a failed blob read in value()
+  // The current entry's value is a blob index (in iter_->value() or, in
+  // reverse, saved_value_), read into blob_value_ by the first value().
+  bool blob_ = false;
+  mutable bool blob_resolved_ = false;
+  mutable std::string blob_value_;
+  mutable Status blob_status_;
 };
 
 }  // namespace

@@ -9,8 +9,9 @@
 // saved_key_/saved_value_.
 //
 // A kTypeBlobIndex entry counts as a put; its value is read from the blob
-// file (through blobs) when the iterator lands on it. A failed read stops
-// the iterator with the error in status().
+// file (through blobs) by the first value() call on it, so key-only scans
+// read no blob. A failed read gives an empty value, makes the iterator
+// invalid and leaves the error in status().
 //
 // Thread-safety: as Iterator (one thread at a time).
 #pragma once
