@@ -74,6 +74,41 @@
 #                                 slowest second after warm-up against the
 #                                 median second, and, unless --reads 0,
 #                                 readrandom after the load on (a) and (b).
+#   --rocksdb_blob                with --three_way only, informational: a
+#                                 fourth fillrandom, (d) db_bench all on disk
+#                                 with RocksDB's integrated BlobDB
+#                                 (--enable_blob_files=true --min_blob_size=2048
+#                                 --enable_blob_garbage_collection=true
+#                                 --blob_file_size=134217728, i.e. MatrixKV's
+#                                 default min_blob_size and blob_file_size;
+#                                 RocksDB's own GC cutoffs, 0.25 of the oldest
+#                                 blob files by age, and
+#                                 blob_file_starting_level 0: values leave the
+#                                 LSM-tree at flush, where MatrixKV moves them
+#                                 at their first compaction), then readrandom
+#                                 on it after the load unless --reads 0. Adds
+#                                 the column "RocksDB + BlobDB (disk)" to the
+#                                 table, rocksdb_blobdb to throughput.csv and
+#                                 a fourth line to throughput.png. Without the
+#                                 flag the output is as before.
+#                                 Its write amplification is the same ticker
+#                                 ratio as for (b) and (c), and it counts the
+#                                 blob files: flush.write.bytes and
+#                                 compact.write.bytes are the bytes the flush
+#                                 or compaction thread wrote to any file
+#                                 (IOSTATS bytes_written), blob files included
+#                                 (checked on 7.8.3: after waitforcompaction
+#                                 their sum exceeds
+#                                 rocksdb.blobdb.blob.file.bytes.written by
+#                                 the SSTable bytes, to within 2 KB in a
+#                                 240 MB run). So that ticker
+#                                 is not added again; it is printed under the
+#                                 table, with rocksdb.blobdb.gc.bytes.relocated
+#                                 (live values that GC copied). At the end of
+#                                 the fill it may run ahead of the flush
+#                                 ticker by a flush still in progress. Its
+#                                 L0->L1 average input includes the blob
+#                                 bytes that GC read (Rblob).
 #   --nvm_size B                  pool size for --three_way (268435456)
 #   --shm DIR                     where the pool and RocksDB's WAL go (/dev/shm)
 #
@@ -101,6 +136,7 @@ db_bench=db_bench
 seed=1
 keep=0
 three_way=0
+rocksdb_blob=0
 nvm_size=$((256 << 20))
 shm=/dev/shm
 
@@ -128,6 +164,7 @@ while [ $# -gt 0 ]; do
     --drop_caches) drop_caches=1; continue ;;
     --keep) keep=1; continue ;;
     --three_way) three_way=1; continue ;;
+    --rocksdb_blob) rocksdb_blob=1; continue ;;
     -h|--help) usage ;;
   esac
   if [ -z "$val" ]; then
@@ -156,6 +193,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$reads" ] || reads=$num
+if [ "$rocksdb_blob" = 1 ] && [ "$three_way" = 0 ]; then
+  echo "kv_vs_rocksdb.sh: --rocksdb_blob needs --three_way" >&2
+  exit 2
+fi
 [ -x "$kvbench" ] || die "kvbench not found at $kvbench (build it: make build/bin/kvbench, or pass --kvbench PATH)"
 command -v "$db_bench" >/dev/null || die "db_bench not found (Debian package rocksdb-tools), or pass --db_bench PATH"
 
@@ -223,8 +264,13 @@ if [ "$three_way" = 1 ]; then
   sdir=$dir/rocksdb_shmwal
   pool=$shm/kv_vs_rocksdb-$$.pool
   wal=$shm/kv_vs_rocksdb-wal-$$
-  rm -rf "$sdir"
+  bdir=$dir/rocksdb_blob
+  blob_flags=(--enable_blob_files=true --min_blob_size=2048 --enable_blob_garbage_collection=true
+    --blob_file_size=134217728)
+  rm -rf "$sdir" "$bdir"
+  rm -f "$logs"/db_bench_blob_*  # so a run without --rocksdb_blob leaves none from an earlier run
   mkdir -p "$sdir"
+  if [ "$rocksdb_blob" = 1 ]; then mkdir -p "$bdir"; fi
   trap 'rm -rf "$pool" "$wal"' EXIT
   rep_flags() { echo "--report_interval_seconds=1 --report_file=$logs/$1.csv"; }
   started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
@@ -238,6 +284,11 @@ if [ "$three_way" = 1 ]; then
   # shellcheck disable=SC2046
   run db_bench_shmwal_fill "$db_bench" --benchmarks=fillrandom,stats --db="$sdir" --wal_dir="$wal" "${common[@]}" \
     "${rocks_only[@]}" $(rep_flags db_bench_shmwal_fill)
+  if [ "$rocksdb_blob" = 1 ]; then
+    # shellcheck disable=SC2046
+    run db_bench_blob_fill "$db_bench" --benchmarks=fillrandom,stats --db="$bdir" "${common[@]}" "${rocks_only[@]}" \
+      "${blob_flags[@]}" $(rep_flags db_bench_blob_fill)
+  fi
   # readrandom after the load, on (a) and (b) (c differs from b only in its WAL).
   if [ "$reads" -gt 0 ]; then
     drop
@@ -246,15 +297,30 @@ if [ "$three_way" = 1 ]; then
     drop
     run db_bench_disk_read "$db_bench" --benchmarks=readrandom --use_existing_db=1 --reads="$reads" --db="$rdir" \
       "${common[@]}" "${rocks_only[@]}"
+    if [ "$rocksdb_blob" = 1 ]; then
+      drop
+      run db_bench_blob_read "$db_bench" --benchmarks=readrandom --use_existing_db=1 --reads="$reads" --db="$bdir" \
+        "${common[@]}" "${rocks_only[@]}" "${blob_flags[@]}"
+    fi
   fi
   finished=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
   load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   # CSV: second, ops/s of each run (empty once a run has finished).
   csv=$logs/throughput.csv
-  awk -F, 'FNR == 1 { f++; next } { v[f, $1 + 0] = $2; if ($1 + 0 > m) m = $1 + 0 }
-    END { print "second,matrixkv_pool,rocksdb_disk,rocksdb_shm_wal"
-          for (t = 1; t <= m; t++) printf "%d,%s,%s,%s\n", t, v[1, t], v[2, t], v[3, t] }' \
-    "$logs/kvbench_pool_fill.csv" "$logs/db_bench_disk_fill.csv" "$logs/db_bench_shmwal_fill.csv" >"$csv"
+  csv_in=("$logs/kvbench_pool_fill.csv" "$logs/db_bench_disk_fill.csv" "$logs/db_bench_shmwal_fill.csv")
+  csv_head=second,matrixkv_pool,rocksdb_disk,rocksdb_shm_wal
+  if [ "$rocksdb_blob" = 1 ]; then
+    csv_in+=("$logs/db_bench_blob_fill.csv")
+    csv_head+=,rocksdb_blobdb
+  fi
+  awk -F, -v head="$csv_head" 'FNR == 1 { f++; next } { v[f, $1 + 0] = $2; if ($1 + 0 > m) m = $1 + 0 }
+    END { print head
+          for (t = 1; t <= m; t++) { printf "%d", t; for (i = 1; i <= f; i++) printf ",%s", v[i, t]; printf "\n" } }' \
+    "${csv_in[@]}" >"$csv"
+  blob_plot=
+  if [ "$rocksdb_blob" = 1 ]; then
+    blob_plot=", \"$csv\" using 1:5 with lines title \"RocksDB + BlobDB, all on disk\""
+  fi
   if command -v gnuplot >/dev/null; then
     gnuplot <<GP
 set terminal pngcairo size 1000,500 noenhanced
@@ -266,12 +332,23 @@ set ylabel "ops/s"
 set key outside right
 plot "$csv" using 1:2 with lines title "MatrixKV, pool on $shm", \
      "$csv" using 1:3 with lines title "RocksDB, all on disk", \
-     "$csv" using 1:4 with lines title "RocksDB, WAL on $shm"
+     "$csv" using 1:4 with lines title "RocksDB, WAL on $shm"$blob_plot
 GP
   fi
   kf=$logs/kvbench_pool_fill.log
   rf=$logs/db_bench_disk_fill.log
   sf=$logs/db_bench_shmwal_fill.log
+  bf=$logs/db_bench_blob_fill.log
+  # trow METRIC A B C D: a table row; D (the BlobDB column) only with --rocksdb_blob.
+  trow() {
+    if [ "$rocksdb_blob" = 1 ]; then
+      printf '| %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" "${5-}"
+    else
+      printf '| %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4"
+    fi
+  }
+  # blob CMD...: CMD's output for the BlobDB column, nothing without --rocksdb_blob.
+  blob() { if [ "$rocksdb_blob" = 1 ]; then "$@"; fi; }
   rocks_wa() {
     awk -v s=$((key_size + value_size)) '$2 == "COUNT" { t[$1] = $4 }
       END { k = t["rocksdb.number.keys.written"]; if (k > 0) printf "%.3f", (t["rocksdb.flush.write.bytes"] + t["rocksdb.compact.write.bytes"]) / (k * s); else print "n/a" }' "$1"
@@ -290,23 +367,28 @@ GP
   echo "target_file_size_base $target_file_size_base, 1 thread, no compression, sync=$sync, seed $seed;"
   echo "pool $nvm_size bytes on $shm ($(df -PT "$shm" | awk 'NR==2 {print $2}')); disk: $dir ($(df -PT "$dir" | awk 'NR==2 {print $2}'));"
   echo "(c) moves only RocksDB's WAL (--wal_dir): db_bench $("$db_bench" --version 2>/dev/null | awk '{print $NF}') cannot place L0 apart."
+  if [ "$rocksdb_blob" = 1 ]; then
+    echo "(d), informational: RocksDB's integrated BlobDB, all on disk: ${blob_flags[*]}."
+  fi
   echo "ran $started .. $finished; repository at $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown);"
   echo "load average (1, 5, 15 min) before: $load_before, after: $load_after, on $(nproc) CPUs."
   grep -h -m1 "^NVM split:" "$kf" || true
   echo
-  printf '| %s | %s | %s | %s |\n' metric "MatrixKV (pool)" "RocksDB (disk)" "RocksDB (WAL on $shm)"
-  echo "|---|---:|---:|---:|"
-  printf '| %s | %s | %s | %s |\n' "ops/s" "$(result_field "$kf" fillrandom 2)" "$(result_field "$rf" fillrandom 2)" \
-    "$(result_field "$sf" fillrandom 2)"
+  trow metric "MatrixKV (pool)" "RocksDB (disk)" "RocksDB (WAL on $shm)" "RocksDB + BlobDB (disk)"
+  if [ "$rocksdb_blob" = 1 ]; then echo "|---|---:|---:|---:|---:|"; else echo "|---|---:|---:|---:|"; fi
+  trow "ops/s" "$(result_field "$kf" fillrandom 2)" "$(result_field "$rf" fillrandom 2)" \
+    "$(result_field "$sf" fillrandom 2)" "$(blob result_field "$bf" fillrandom 2)"
   for p in P50 P99 P99.9; do
-    printf '| %s | %s | %s | %s |\n' "write $p (us)" "$(percentile "$kf" $p)" "$(percentile "$rf" $p)" "$(percentile "$sf" $p)"
+    trow "write $p (us)" "$(percentile "$kf" $p)" "$(percentile "$rf" $p)" "$(percentile "$sf" $p)" \
+      "$(blob percentile "$bf" $p)"
   done
-  printf '| %s | %s | %s | %s |\n' "write amplification" \
-    "$(sed -nE 's/^Write amplification: ([0-9.]+|n\/a).*/\1/p' "$kf" | head -1)" "$(rocks_wa "$rf")" "$(rocks_wa "$sf")"
-  printf '| %s | %s | %s | %s |\n' "stall time (s)" "$(sed -nE 's/^Stall time: ([0-9.]+) seconds.*/\1/p' "$kf" | head -1)" \
-    "$(rocks_stall "$rf")" "$(rocks_stall "$sf")"
-  printf '| %s | %s | %s | %s |\n' "L0->L1 compactions (count, avg input)" "$(kv_l01 "$kf")" "$(rocks_l01 "$rf")" \
-    "$(rocks_l01 "$sf")"
+  trow "write amplification" \
+    "$(sed -nE 's/^Write amplification: ([0-9.]+|n\/a).*/\1/p' "$kf" | head -1)" "$(rocks_wa "$rf")" "$(rocks_wa "$sf")" \
+    "$(blob rocks_wa "$bf")"
+  trow "stall time (s)" "$(sed -nE 's/^Stall time: ([0-9.]+) seconds.*/\1/p' "$kf" | head -1)" \
+    "$(rocks_stall "$rf")" "$(rocks_stall "$sf")" "$(blob rocks_stall "$bf")"
+  trow "L0->L1 compactions (count, avg input)" "$(kv_l01 "$kf")" "$(rocks_l01 "$rf")" \
+    "$(rocks_l01 "$sf")" "$(blob rocks_l01 "$bf")"
   # Troughs: the slowest whole second after warm-up (the first 10% of the
   # run's seconds, at least 5) against the median of those seconds; the
   # last, partial second is left out.
@@ -319,19 +401,30 @@ GP
             med = (m % 2) ? s[(m + 1) / 2] : (s[m / 2] + s[m / 2 + 1]) / 2
             printf "%d / %d = %.0f%%", s[1], med, (med > 0 ? 100 * s[1] / med : 0) }' "$1"
   }
-  printf '| %s | %s | %s | %s |\n' "slowest 1-s interval after warm-up / median (ops/s)" \
+  trow "slowest 1-s interval after warm-up / median (ops/s)" \
     "$(trough "$logs/kvbench_pool_fill.csv")" "$(trough "$logs/db_bench_disk_fill.csv")" \
-    "$(trough "$logs/db_bench_shmwal_fill.csv")"
+    "$(trough "$logs/db_bench_shmwal_fill.csv")" "$(blob trough "$logs/db_bench_blob_fill.csv")"
   if [ "$reads" -gt 0 ]; then
-    printf '| %s | %s | %s | %s |\n' "readrandom after the load, ops/s ($reads reads)" \
+    trow "readrandom after the load, ops/s ($reads reads)" \
       "$(result_field "$logs/kvbench_pool_read.log" readrandom 2)" \
-      "$(result_field "$logs/db_bench_disk_read.log" readrandom 2)" "(not run)"
-    printf '| %s | %s | %s | %s |\n' "readrandom found" "$(found "$logs/kvbench_pool_read.log")" \
-      "$(found "$logs/db_bench_disk_read.log")" ""
+      "$(result_field "$logs/db_bench_disk_read.log" readrandom 2)" "(not run)" \
+      "$(blob result_field "$logs/db_bench_blob_read.log" readrandom 2)"
+    trow "readrandom found" "$(found "$logs/kvbench_pool_read.log")" \
+      "$(found "$logs/db_bench_disk_read.log")" "" "$(blob found "$logs/db_bench_blob_read.log")"
   fi
   echo
+  if [ "$rocksdb_blob" = 1 ]; then
+    # The blob tickers, for the reader to check the write amplification above.
+    awk -v s=$((key_size + value_size)) '$2 == "COUNT" { t[$1] = $4 }
+      END { u = t["rocksdb.number.keys.written"] * s; b = t["rocksdb.blobdb.blob.file.bytes.written"]
+            printf "RocksDB + BlobDB write amplification: (rocksdb.flush.write.bytes %d + rocksdb.compact.write.bytes %d)\n", t["rocksdb.flush.write.bytes"], t["rocksdb.compact.write.bytes"]
+            printf "/ user bytes %d; both tickers count blob file writes. rocksdb.blobdb.blob.file.bytes.written %d", u, b
+            if (u > 0) printf " (%.3f x user bytes)", b / u
+            printf ",\nof which rocksdb.blobdb.gc.bytes.relocated %d. L0->L1 input includes the blob bytes GC read.\n", t["rocksdb.blobdb.gc.bytes.relocated"] }' "$bf"
+    echo
+  fi
   echo "per-second throughput: $csv$(command -v gnuplot >/dev/null && echo ", plot: $logs/throughput.png")"
-  if [ "$keep" = 0 ]; then rm -rf "$kvdir" "$rdir" "$sdir"; fi
+  if [ "$keep" = 0 ]; then rm -rf "$kvdir" "$rdir" "$sdir" "$bdir"; fi
   exit 0
 fi
 
