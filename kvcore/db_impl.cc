@@ -1082,6 +1082,7 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
     if (s.ok()) s = blob.file->Sync();
     Status cs = blob.file->Close();
     if (s.ok()) s = std::move(cs);
+    if (s.ok()) MXFS_KILL_POINT("kvcore.blob.after_sync");  // complete, named by no MANIFEST edit yet
     blob.meta.file_size = blob.builder->FileSize();
     blob.meta.records = blob.builder->num_records();
     blob.meta.record_bytes = blob.builder->record_bytes();
@@ -1107,6 +1108,7 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
     bi.file_number = blob.meta.number;
     bi.value_size = value.size();
     MXFS_RETURN_IF_ERROR(blob.builder->Add(user_key, value, &bi.offset));
+    if (blob.builder->num_records() == 2) MXFS_KILL_POINT("kvcore.blob.mid_file");  // the file has no footer
     index->clear();
     bi.EncodeTo(index);
     return Status::OK();
@@ -1243,8 +1245,11 @@ Status DBImpl::InstallCompaction(Compaction* c, std::unique_lock<std::mutex>& l,
       l.unlock();
       MXFS_KILL_POINT("kvcore.column.before_manifest");
       l.lock();
+    } else {
+      MXFS_KILL_POINT("kvcore.compaction.before_manifest");  // only a getenv unless armed
     }
     s = versions_->LogAndApply(c->edit(), l);
+    if (s.ok() && !column) MXFS_KILL_POINT("kvcore.compaction.after_manifest");  // inputs not yet deleted
   }
   for (uint64_t n : out.table_numbers) pending_outputs_.erase(n);
   for (uint64_t n : out.blob_numbers) pending_outputs_.erase(n);
