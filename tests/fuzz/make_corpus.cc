@@ -243,8 +243,33 @@ std::string EditRep(int i) {
   return rep;
 }
 
+// A compaction's edit with key-value separation: a new blob file (tag 9)
+// and garbage counted in two older ones (tag 10).
+std::string BlobEditRep() {
+  VersionEdit e;
+  e.SetLogNumber(4);
+  e.SetNextFile(30);
+  e.SetLastSequence(500);
+  FileMetaData f;
+  f.number = 28;
+  f.file_size = 2048;
+  f.smallest = InternalKey("apple", 400, kTypeBlobIndex);
+  f.largest = InternalKey("pear", 450, kTypeBlobIndex);
+  f.smallest_seq = 400;
+  f.largest_seq = 450;
+  e.AddFile(2, f);
+  e.RemoveFile(1, 20);
+  e.AddBlobFile(BlobFileMeta{29, 1 << 20, 250, (1 << 20) - 40});
+  e.AddBlobGarbage(12, BlobGarbage{3, 12345});
+  e.AddBlobGarbage(17, BlobGarbage{250, (1 << 20) - 40});
+  std::string rep;
+  e.EncodeTo(&rep);
+  return rep;
+}
+
 void KvcoreSeeds() {
   for (int i = 0; i < 3; i++) Seed("version_edit", "edit" + std::to_string(i), 0, EditRep(i));
+  Seed("version_edit", "edit-blob", 0, BlobEditRep());
   Seed("write_batch", "puts", 0, BatchRep(1, 5, false));
   Seed("write_batch", "puts-delete", 0, BatchRep(40, 3, true));
   // A log file holding MANIFEST records, and one holding WAL records.
