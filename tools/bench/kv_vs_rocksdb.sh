@@ -417,10 +417,10 @@ GP
     # The blob tickers, for the reader to check the write amplification above.
     awk -v s=$((key_size + value_size)) '$2 == "COUNT" { t[$1] = $4 }
       END { u = t["rocksdb.number.keys.written"] * s; b = t["rocksdb.blobdb.blob.file.bytes.written"]
-            printf "RocksDB + BlobDB write amplification: (rocksdb.flush.write.bytes %d + rocksdb.compact.write.bytes %d)\n", t["rocksdb.flush.write.bytes"], t["rocksdb.compact.write.bytes"]
-            printf "/ user bytes %d; both tickers count blob file writes. rocksdb.blobdb.blob.file.bytes.written %d", u, b
+            printf "RocksDB + BlobDB write amplification: (rocksdb.flush.write.bytes %.0f + rocksdb.compact.write.bytes %.0f)\n", t["rocksdb.flush.write.bytes"], t["rocksdb.compact.write.bytes"]
+            printf "/ user bytes %.0f; both tickers count blob file writes. rocksdb.blobdb.blob.file.bytes.written %.0f", u, b
             if (u > 0) printf " (%.3f x user bytes)", b / u
-            printf ",\nof which rocksdb.blobdb.gc.bytes.relocated %d. L0->L1 input includes the blob bytes GC read.\n", t["rocksdb.blobdb.gc.bytes.relocated"] }' "$bf"
+            printf ",\nof which rocksdb.blobdb.gc.bytes.relocated %.0f. L0->L1 input includes the blob bytes GC read.\n", t["rocksdb.blobdb.gc.bytes.relocated"] }' "$bf"
     echo
   fi
   echo "per-second throughput: $csv$(command -v gnuplot >/dev/null && echo ", plot: $logs/throughput.png")"
