@@ -87,9 +87,11 @@ const char* const kPoolKillPoints[] = {
     "column.before_commit",   "column.before_free",       "column.after_unlink",
     "column.after_free",      "kvcore.flush.before_manifest", "kvcore.flush.after_manifest",
     "kvcore.column.mid_merge", "kvcore.column.before_manifest", "kvcore.column.after_manifest",
-    "kvcore.column.after_free",
+    "kvcore.column.after_free", "kvcore.blob.mid_file",     "kvcore.blob.after_sync",
 };
-const char* const kSsdKillPoints[] = {"kvcore.flush.before_manifest", "kvcore.flush.after_manifest"};
+const char* const kSsdKillPoints[] = {"kvcore.flush.before_manifest",      "kvcore.flush.after_manifest",
+                                      "kvcore.compaction.before_manifest", "kvcore.compaction.after_manifest",
+                                      "kvcore.blob.mid_file",              "kvcore.blob.after_sync"};
 
 std::atomic<bool> g_interrupted{false};
 void OnSignal(int) { g_interrupted = true; }
