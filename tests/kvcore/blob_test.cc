@@ -818,13 +818,16 @@ void WriteLine(int fd, const std::string& line) {
 }  // namespace
 
 TEST_CASE("Blob: dying at each step of a compaction that writes blob files loses nothing and leaves no orphan") {
-  const bool use_pool = GENERATE(false, true);
+  // 0: SSD L0; 1: pool; 2: pool with columns merged as two parallel sub-ranges.
+  const int mode = GENERATE(0, 1, 2);
+  const bool use_pool = mode > 0;
   TempDir dir;
   TempPool pool(use_pool);
   const std::string path = dir.Sub("db");
   Options o = BlobOptions(pool.path());
   o.blob_file_size = 8 << 10;  // several blob files per compaction
   o.blob_gc_garbage_ratio = 0.3;
+  if (mode == 2) o.column_compaction_threads = 2;
   std::vector<std::string> points = {"kvcore.blob.mid_file", "kvcore.blob.after_sync",
                                      "kvcore.compaction.before_manifest", "kvcore.compaction.after_manifest"};
   if (use_pool) {
@@ -832,10 +835,11 @@ TEST_CASE("Blob: dying at each step of a compaction that writes blob files loses
       points.push_back(p);
     }
   }
+  if (mode == 2) points.push_back("kvcore.column.after_sub_merges");
   std::map<std::string, std::optional<std::string>> model;  // nullopt: deleted
   for (size_t round = 0; round < points.size(); round++) {
     const std::string& kill_at = points[round];
-    INFO((use_pool ? "pool" : "SSD L0") << ", round " << round << ", kill point " << kill_at);
+    INFO("mode " << mode << ", round " << round << ", kill point " << kill_at);
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     const pid_t pid = ::fork();
