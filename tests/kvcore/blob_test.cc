@@ -1039,3 +1039,31 @@ TEST_CASE("Blob: readers racing compactions that relocate and delete blob files 
   CheckNoOrphanBlobs(db.get(), path);
   REQUIRE(db->Close().ok());
 }
+
+TEST_CASE("Blob: separated values read back with O_DIRECT and with the pread/pwrite fallback") {
+  const int io = GENERATE(0, 1);  // 0: O_DIRECT, 1: no io_uring
+  INFO((io == 0 ? "use_direct_io" : "use_io_uring = false"));
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  Options o = BlobOptions("");
+  if (io == 0) o.use_direct_io = true;
+  else o.use_io_uring = false;
+  Model model;
+  {
+    auto db = OpenDb(o, path);
+    for (int gen = 0; gen < 2; gen++) {
+      for (int i = 0; i < 60; i++) {
+        const std::string v = Value(i, gen, 2048 + static_cast<size_t>(i * 97 % 5000));
+        REQUIRE(db->Put(WriteOptions(), Key(i), v).ok());
+        model[Key(i)] = v;
+      }
+      REQUIRE(db->CompactRange(nullptr, nullptr).ok());
+      CheckDb(db.get(), model);
+    }
+    CHECK(Stat(db.get(), "blob.files") > 0);
+    REQUIRE(db->Close().ok());
+  }
+  auto db = OpenDb(o, path);
+  CheckDb(db.get(), model);
+  REQUIRE(db->Close().ok());
+}
