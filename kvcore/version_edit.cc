@@ -158,7 +158,15 @@ Status VersionEdit::DecodeFrom(const Slice& src) {
       case kBlobGarbage: {
         BlobGarbage g;
         if (GetVarint64(&input, &number) && GetVarint64(&input, &g.records) && GetVarint64(&input, &g.bytes)) {
-          AddBlobGarbage(number, g);
+          // Encoders write one field per file; two are summed, and a sum
+          // that wraps around 2^64 is malformed.
+          const auto prev = blob_garbage_.find(number);
+          if (prev != blob_garbage_.end() && (prev->second.records + g.records < g.records ||
+                                              prev->second.bytes + g.bytes < g.bytes)) {
+            msg = "blob-garbage entry";
+          } else {
+            AddBlobGarbage(number, g);
+          }
         } else {
           msg = "blob-garbage entry";
         }

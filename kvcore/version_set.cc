@@ -224,13 +224,17 @@ class VersionSet::Builder {
                                   ", which is not live");
       }
       auto st = std::make_shared<BlobFileState>(*it->second);
+      // Compared before adding, so that a count near 2^64 cannot wrap.
+      if (g.records > st->meta.records - st->garbage.records || g.bytes > st->meta.record_bytes - st->garbage.bytes) {
+        return Status::Corruption("version edit counts more garbage in blob file " + std::to_string(number) +
+                                  " than it holds (" + std::to_string(st->garbage.records) + " + " +
+                                  std::to_string(g.records) + " of " + std::to_string(st->meta.records) +
+                                  " records, " + std::to_string(st->garbage.bytes) + " + " +
+                                  std::to_string(g.bytes) + " of " + std::to_string(st->meta.record_bytes) +
+                                  " bytes)");
+      }
       st->garbage.records += g.records;
       st->garbage.bytes += g.bytes;
-      if (st->garbage.records > st->meta.records || st->garbage.bytes > st->meta.record_bytes) {
-        return Status::Corruption("version edit counts more garbage in blob file " + std::to_string(number) +
-                                  " than it holds (" + std::to_string(st->garbage.records) + " of " +
-                                  std::to_string(st->meta.records) + " records)");
-      }
       if (st->garbage.records == st->meta.records) blobs_.erase(it);  // nothing references it any more
       else it->second = std::move(st);
     }

@@ -21,6 +21,7 @@
 #include <set>
 #include <thread>
 
+#include "base/coding.h"
 #include "base/random.h"
 #include "kvcore/filename.h"
 #include "kvcore/include/db.h"
@@ -529,9 +530,9 @@ uint64_t BlobNumber(const std::string& file) {
   return std::stoull(std::filesystem::path(file).filename().string());
 }
 
-// Copies the live MANIFEST's records into MANIFEST-900000, appends extra,
-// and points CURRENT at the copy.
-void AppendManifestEdit(const std::string& path, const VersionEdit& extra) {
+// Copies the live MANIFEST's records into MANIFEST-900000, appends the
+// records extra, and points CURRENT at the copy.
+void AppendManifestRecords(const std::string& path, const std::vector<std::string>& extra) {
   FileSystem* fs = DefaultFileSystem();
   std::string current = mxfs::testing::ReadAll(path + "/CURRENT");
   REQUIRE_FALSE(current.empty());
@@ -550,11 +551,23 @@ void AppendManifestEdit(const std::string& path, const VersionEdit& extra) {
     records++;
   }
   REQUIRE(records > 0);
-  std::string enc;
-  extra.EncodeTo(&enc);
-  REQUIRE(writer.AddRecord(enc, true).ok());
+  for (const std::string& r : extra) REQUIRE(writer.AddRecord(r, true).ok());
   REQUIRE(writer.Close().ok());
   mxfs::testing::WriteAll(path + "/CURRENT", "MANIFEST-900000\n");
+}
+
+void AppendManifestEdit(const std::string& path, const VersionEdit& extra) {
+  std::string enc;
+  extra.EncodeTo(&enc);
+  AppendManifestRecords(path, {enc});
+}
+
+// A blob-garbage field (tag 10) as VersionEdit encodes it.
+void PutBlobGarbage(std::string* dst, uint64_t number, uint64_t records, uint64_t bytes) {
+  PutVarint32(dst, 10);
+  PutVarint64(dst, number);
+  PutVarint64(dst, records);
+  PutVarint64(dst, bytes);
 }
 
 // A closed database with blob files (and garbage in some).
@@ -620,6 +633,30 @@ TEST_CASE("Blob: a MANIFEST counting garbage in an unknown blob file, or more th
     INFO(db.error().ToString());
     CHECK(db.error().IsCorruption());
     CHECK(db.error().ToString().find("blob file " + std::to_string(live)) != std::string::npos);
+  }
+  SECTION("garbage counts that wrap around 2^64 in a later edit") {
+    // The file's records minus 1 is fine; a count that, added to it, wraps
+    // to a small number is not.
+    std::string first, second;
+    PutBlobGarbage(&first, live, 1, 1);
+    PutBlobGarbage(&second, live, ~uint64_t{0}, 1);
+    AppendManifestRecords(path, {first, second});
+    auto db = DB::Open(o, path);
+    REQUIRE_FALSE(db.has_value());
+    INFO(db.error().ToString());
+    CHECK(db.error().IsCorruption());
+    CHECK(db.error().ToString().find("more garbage in blob file " + std::to_string(live)) != std::string::npos);
+  }
+  SECTION("two garbage fields for one file in an edit that wrap around 2^64") {
+    std::string rec;
+    PutBlobGarbage(&rec, live, ~uint64_t{0}, 1);
+    PutBlobGarbage(&rec, live, 2, 1);
+    AppendManifestRecords(path, {rec});
+    auto db = DB::Open(o, path);
+    REQUIRE_FALSE(db.has_value());
+    INFO(db.error().ToString());
+    CHECK(db.error().IsCorruption());
+    CHECK(db.error().ToString().find("MANIFEST-900000") != std::string::npos);
   }
   SECTION("a blob file added twice") {
     VersionEdit e;

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "base/coding.h"
 #include "kvcore/version_edit.h"
 
 using namespace mxfs;
@@ -128,5 +129,31 @@ TEST_CASE("VersionEdit: a cut blob-file or blob-garbage field is Corruption nami
       CHECK(s.IsCorruption());
       CHECK(s.message().find(which == 0 ? "new-blob-file" : "blob-garbage") != std::string_view::npos);
     }
+  }
+}
+
+TEST_CASE("VersionEdit: two blob-garbage fields of one file are summed, and a sum past 2^64 is Corruption") {
+  auto field = [](std::string* dst, uint64_t number, uint64_t records, uint64_t bytes) {
+    PutVarint32(dst, 10);
+    PutVarint64(dst, number);
+    PutVarint64(dst, records);
+    PutVarint64(dst, bytes);
+  };
+  std::string ok;
+  field(&ok, 4, 2, 100);
+  field(&ok, 4, 3, 50);
+  VersionEdit d;
+  REQUIRE(d.DecodeFrom(ok).ok());
+  CHECK(d.blob_garbage().at(4).records == 5);
+  CHECK(d.blob_garbage().at(4).bytes == 150);
+  for (int which = 0; which < 2; which++) {
+    std::string wrap;
+    field(&wrap, 4, which == 0 ? ~uint64_t{0} : 1, which == 0 ? 1 : ~uint64_t{0});
+    field(&wrap, 4, 2, 2);
+    VersionEdit w;
+    Status s = w.DecodeFrom(wrap);
+    INFO(s.ToString());
+    CHECK(s.IsCorruption());
+    CHECK(s.message().find("blob-garbage") != std::string_view::npos);
   }
 }
