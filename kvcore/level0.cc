@@ -19,14 +19,12 @@ Status BuildTable(const DbContext* ctx, Iterator* iter, uint64_t number, FileMet
   meta->smallest.DecodeFrom(iter->key());
   meta->smallest_seq = kMaxSequenceNumber;
   meta->largest_seq = 0;
-  meta->max_value_size = 0;
   for (; iter->Valid(); iter->Next()) {
     const Slice key = iter->key();
     meta->largest.DecodeFrom(key);
     const SequenceNumber seq = ExtractTrailer(key) >> 8;
     meta->smallest_seq = std::min(meta->smallest_seq, seq);
     meta->largest_seq = std::max(meta->largest_seq, seq);
-    meta->max_value_size = std::max<uint64_t>(meta->max_value_size, iter->value().size());
     builder.Add(key, iter->value());
   }
   Status s = iter->status();

@@ -44,11 +44,6 @@ struct FileMetaData {
   SequenceNumber smallest_seq = 0;
   SequenceNumber largest_seq = 0;
   bool being_compacted = false;  // guarded by the DB mutex
-  // In memory only (not in the MANIFEST): the largest value a flush wrote
-  // into this L0 table; unknown (UINT64_MAX) for every other table and
-  // after a reopen. A trivial move out of L0 would skip key-value
-  // separation, so it is allowed only below Options.min_blob_size.
-  uint64_t max_value_size = UINT64_MAX;
 };
 
 // A blob file as a compaction finished it (blob_store.h).

@@ -141,12 +141,6 @@ Compaction::Compaction(const DbContext* ctx, int level, std::shared_ptr<Version>
       level_ptrs_(ctx->options.num_levels, 0) {}
 
 bool Compaction::IsTrivialMove() const {
-  // An L0 table holds values inline: moved as is, its big values would
-  // skip separation (blob_store.h) for good if it sank to the last level.
-  const uint64_t min_blob = ctx_->options.min_blob_size;
-  if (level_ == 0 && min_blob > 0 && inputs_[0].size() == 1 && inputs_[0][0]->max_value_size >= min_blob) {
-    return false;
-  }
   return inputs_[0].size() == 1 && inputs_[1].empty() &&
          TotalFileSize(grandparents_) <= 10 * ctx_->options.target_file_size_base;
 }
