@@ -1116,3 +1116,48 @@ TEST_CASE("Blob: separated values read back with O_DIRECT and with the pread/pwr
   CheckDb(db.get(), model);
   REQUIRE(db->Close().ok());
 }
+
+TEST_CASE("Blob: values of hundreds of KiB, files past the 1 MiB write buffer and values past blob_file_size") {
+  const bool use_pool = GENERATE(false, true);
+  const uint64_t file_size = GENERATE(uint64_t{8} << 20, uint64_t{4096});
+  INFO((use_pool ? "pool" : "SSD L0") << ", blob_file_size " << file_size);
+  TempDir dir;
+  TempPool pool(use_pool);
+  const std::string path = dir.Sub("db");
+  Options o = BlobOptions(pool.path());
+  o.blob_file_size = file_size;
+  o.num_levels = 7;  // nothing reaches the last level inline by trivial moves
+  Model model;
+  {
+    auto db = OpenDb(o, path);
+    for (int i = 0; i < 12; i++) {
+      // (A PM WAL record holds less than 1 MiB.)
+      const size_t big = use_pool ? 900 : 1500;
+      const std::string v = Value(i, 0, (i % 3 == 0 ? big : 300) * 1024 + static_cast<size_t>(i));
+      REQUIRE(db->Put(WriteOptions(), Key(i), v).ok());
+      model[Key(i)] = v;
+    }
+    REQUIRE(db->CompactRange(nullptr, nullptr).ok());
+    CheckDb(db.get(), model);
+    CHECK(Stat(db.get(), "blob.files") > 0);
+    REQUIRE(db->Close().ok());
+  }
+  auto db = OpenDb(o, path);
+  CheckDb(db.get(), model);
+  REQUIRE(db->Close().ok());
+}
+
+TEST_CASE("Blob: Open refuses a blob_file_size below 4 KiB and a GC ratio outside (0, 1]") {
+  TempDir dir;
+  for (int which = 0; which < 4; which++) {
+    Options o = BlobOptions("");
+    const char* name = which == 0 ? "blob_file_size" : "blob_gc_garbage_ratio";
+    if (which == 0) o.blob_file_size = 4095;
+    else o.blob_gc_garbage_ratio = which == 1 ? 0.0 : which == 2 ? 1.5 : -0.1;
+    auto db = DB::Open(o, dir.Sub("db"));
+    REQUIRE_FALSE(db.has_value());
+    INFO(db.error().ToString());
+    CHECK(db.error().IsInvalidArgument());
+    CHECK(db.error().ToString().find(name) != std::string::npos);
+  }
+}
