@@ -29,7 +29,10 @@ Result<std::shared_ptr<BlobFileReader>> BlobStore::Find(uint64_t number) {
   const std::string path = BlobFileName(ctx_->dbname, number);
   auto size = ctx_->fs->GetFileSize(path);
   if (!size) return Err(size.error().WithContext("a blob index names blob file " + std::to_string(number)));
-  auto file = ctx_->fs->NewRandomAccessFile(path, ctx_->file_options);
+  // One value per read: pread, as for table blocks (table_cache.cc).
+  FileOptions fo = ctx_->file_options;
+  fo.pread_single_reads = true;
+  auto file = ctx_->fs->NewRandomAccessFile(path, fo);
   if (!file) return Err(file.error());
   auto reader = BlobFileReader::Open(std::move(*file), *size);
   if (!reader) return Err(reader.error());

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "base/coding.h"
 #include "base/hash.h"
@@ -112,10 +113,10 @@ Status BlobFileReader::Get(const Slice& key, uint64_t offset, uint64_t value_siz
                               " bytes, file size " + std::to_string(file_size_) + ")");
   }
   const uint64_t n = BlobRecordSize(key.size(), value_size);
-  std::string scratch;
-  scratch.resize(n);
+  // Uninitialised scratch (a 4 KiB value is read, checked and copied once).
+  auto scratch = std::make_unique_for_overwrite<char[]>(n);
   Slice rec;
-  MXFS_RETURN_IF_ERROR(file_->Read(offset, n, &rec, scratch.data()));
+  MXFS_RETURN_IF_ERROR(file_->Read(offset, n, &rec, scratch.get()));
   if (rec.size() != n) return Status::Corruption("blob record cut short in " + At(file_->path(), offset));
   const uint32_t key_len = DecodeFixed32(rec.data() + 4);
   const uint32_t value_len = DecodeFixed32(rec.data() + 8);
@@ -128,12 +129,7 @@ Status BlobFileReader::Get(const Slice& key, uint64_t offset, uint64_t value_siz
   if (std::memcmp(rec.data() + kBlobRecordHeaderSize, key.data(), key.size()) != 0) {
     return Status::Corruption("blob record belongs to another key in " + At(file_->path(), offset));
   }
-  if (rec.data() == scratch.data()) {
-    scratch.erase(0, kBlobRecordHeaderSize + key_len);
-    *value = std::move(scratch);
-  } else {
-    value->assign(rec.data() + kBlobRecordHeaderSize + key_len, value_len);
-  }
+  value->assign(rec.data() + kBlobRecordHeaderSize + key_len, value_len);
   return Status::OK();
 }
 
