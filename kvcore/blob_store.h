@@ -6,8 +6,11 @@
 // at least Options.min_blob_size bytes appends the value to one of its own
 // blob files and writes a kTypeBlobIndex entry instead. The memtable and the
 // matrix container always hold values inline, so separation happens once per
-// value, when it first leaves L0; later compactions copy the 10–20 byte
-// index, not the value.
+// value, at the first compaction that merges it: the column compaction that
+// takes it out of the container, or (without a pool) the first L0->L1 merge;
+// an SSD L0 table moved down whole by a trivial move keeps its values inline
+// until a compaction merges it. Later compactions copy the 10–20 byte index,
+// not the value.
 //
 // Every blob record is referenced by exactly one SSTable entry. When a
 // compaction drops that entry (overwritten, deleted, or relocated) it counts
