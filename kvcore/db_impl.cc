@@ -569,13 +569,24 @@ Status DBImpl::WriteImpl(const WriteOptions& options, WriteBatch* batch) {
     WalWriter* log = log_.get();
     const uint64_t user_bytes = WriteBatchInternal::UserBytes(*group);
     const uint64_t wal_before = log->BytesWritten();
+    // Groups stay within the log's largest record (BuildBatchGroup), so
+    // only a batch that is too large by itself gets here; it alone fails.
+    const bool too_large = group->Rep().size() > log->MaxRecordSize();
     l.unlock();
     // Only the leader runs here: the log and the memtable have one writer.
-    s = log->AddRecord(group->Rep(), sync);
-    bool log_error = !s.ok();
+    if (too_large) {
+      s = Status::InvalidArgument("a write batch of " + std::to_string(group->Rep().size()) +
+                                  " bytes is larger than the write-ahead log's largest record (" +
+                                  std::to_string(log->MaxRecordSize()) + " bytes)");
+    } else {
+      s = log->AddRecord(group->Rep(), sync);
+    }
+    bool log_error = !s.ok() && !too_large;
     if (s.ok()) s = WriteBatchInternal::InsertInto(*group, mem.get());
     l.lock();
-    if (log_error) {
+    if (too_large) {
+      // Nothing was written; the sequence numbers were not used.
+    } else if (log_error) {
       RecordBackgroundError(s, "WAL write");
     } else if (!s.ok()) {
       RecordBackgroundError(s, "memtable insert");
@@ -611,9 +622,11 @@ WriteBatch* DBImpl::BuildBatchGroup(Writer** last_writer, bool* sync) {
   WriteBatch* result = first->batch;
   size_t size = first->batch->ApproximateSize();
   *sync = first->sync;
-  // Small writes must not wait behind a huge group.
+  // Small writes must not wait behind a huge group; and a group is one WAL
+  // record (the batch sizes summed overcount it by 12 bytes per batch).
   size_t max_size = 1 << 20;
   if (size <= (128 << 10)) max_size = size + (128 << 10);
+  max_size = static_cast<size_t>(std::min<uint64_t>(max_size, log_->MaxRecordSize()));
   *last_writer = first;
   for (auto it = writers_.begin() + 1; it != writers_.end(); ++it) {
     Writer* w = *it;

@@ -173,6 +173,7 @@ class PmWalWriter final : public WalWriter {
   Status Sync() override { return Status::OK(); }
   Status Close() override { return Status::OK(); }
   uint64_t BytesWritten() const override { return bytes_; }
+  uint64_t MaxRecordSize() const override { return nvm_->wal()->MaxPayload(); }
 
  private:
   NvmBackend* nvm_;

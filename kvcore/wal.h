@@ -28,6 +28,9 @@ class WalWriter {
   [[nodiscard]] virtual Status Close() = 0;
   // Bytes appended so far, headers included.
   virtual uint64_t BytesWritten() const = 0;
+  // The largest record AddRecord takes (a log file takes any size; the PM
+  // log's records fit in one segment). Write groups stay within it.
+  virtual uint64_t MaxRecordSize() const { return UINT64_MAX; }
 };
 
 class WalReader {

@@ -1161,3 +1161,56 @@ TEST_CASE("Blob: Open refuses a blob_file_size below 4 KiB and a GC ratio outsid
     CHECK(db.error().ToString().find(name) != std::string::npos);
   }
 }
+
+TEST_CASE("Blob: with a PM WAL, a batch larger than one WAL record fails alone and big concurrent writes never form one") {
+  TempDir dir;
+  TempPool pool;
+  const std::string path = dir.Sub("db");
+  const Options o = BlobOptions(pool.path());
+  Model model;
+  {
+    auto db = OpenDb(o, path);
+    // 4 x 261,500-byte values: about 1,046,100 bytes, past the 1 MiB
+    // segment's largest record (1,044,456 bytes) but under the 1 MiB a
+    // write group may reach.
+    WriteBatch big;
+    for (int i = 0; i < 4; i++) big.Put(Key(1000 + i), Value(1000 + i, 0, 261500));
+    Status s = db->Write(WriteOptions(), &big);
+    INFO(s.ToString());
+    CHECK(s.IsInvalidArgument());
+    // Only that write failed: the engine stays writable.
+    REQUIRE(db->Put(WriteOptions(), "after", "ok").ok());
+    model["after"] = "ok";
+    std::string v;
+    CHECK(db->Get(ReadOptions(), Key(1000), &v).IsNotFound());
+
+    // Writers of 261,500-byte values, each alone well inside a record: the
+    // leader must not merge four of them into one group.
+    constexpr int kThreads = 6, kPuts = 12;
+    std::vector<Status> results(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++) {
+      threads.emplace_back([&, t] {
+        for (int n = 0; n < kPuts && results[static_cast<size_t>(t)].ok(); n++) {
+          const int k = t * 100 + n;
+          results[static_cast<size_t>(t)] = db->Put(WriteOptions(), Key(k), Value(k, 1, 261500));
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < kThreads; t++) {
+      INFO("writer " << t << ": " << results[static_cast<size_t>(t)].ToString());
+      CHECK(results[static_cast<size_t>(t)].ok());
+      for (int n = 0; n < kPuts; n++) model[Key(t * 100 + n)] = Value(t * 100 + n, 1, 261500);
+    }
+    std::string stats;
+    REQUIRE(db->GetProperty("matrixkv.stats", &stats));
+    INFO(stats);
+    CHECK(stats.find("background.error none") != std::string::npos);
+    CheckDb(db.get(), model);
+    REQUIRE(db->Close().ok());
+  }
+  auto db = OpenDb(o, path);
+  CheckDb(db.get(), model);
+  REQUIRE(db->Close().ok());
+}
