@@ -24,7 +24,10 @@ Result<std::shared_ptr<BlobFileReader>> BlobStore::Find(uint64_t number) {
   {
     std::lock_guard<std::mutex> g(mu_);
     auto it = readers_.find(number);
-    if (it != readers_.end()) return it->second;
+    if (it != readers_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
+      return it->second.reader;
+    }
   }
   const std::string path = BlobFileName(ctx_->dbname, number);
   auto size = ctx_->fs->GetFileSize(path);
@@ -38,8 +41,15 @@ Result<std::shared_ptr<BlobFileReader>> BlobStore::Find(uint64_t number) {
   if (!reader) return Err(reader.error());
   std::shared_ptr<BlobFileReader> shared = std::move(*reader);
   std::lock_guard<std::mutex> g(mu_);
-  auto [it, inserted] = readers_.emplace(number, shared);  // another thread may have won the race
-  return it->second;
+  auto it = readers_.find(number);
+  if (it != readers_.end()) return it->second.reader;  // another thread won the race
+  lru_.push_front(number);
+  readers_.emplace(number, Entry{shared, lru_.begin()});
+  while (readers_.size() > capacity_) {  // readers still in use stay open until they are done
+    readers_.erase(lru_.back());
+    lru_.pop_back();
+  }
+  return shared;
 }
 
 Status BlobStore::Read(const Slice& user_key, const Slice& encoded_index, std::string* value) {
@@ -52,7 +62,15 @@ Status BlobStore::Read(const Slice& user_key, const Slice& encoded_index, std::s
 
 void BlobStore::Evict(uint64_t number) {
   std::lock_guard<std::mutex> g(mu_);
-  readers_.erase(number);
+  auto it = readers_.find(number);
+  if (it == readers_.end()) return;
+  lru_.erase(it->second.lru_pos);
+  readers_.erase(it);
+}
+
+size_t BlobStore::OpenFiles() {
+  std::lock_guard<std::mutex> g(mu_);
+  return readers_.size();
 }
 
 }  // namespace mxfs

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,9 +49,11 @@ struct BlobIndex {
   [[nodiscard]] Status DecodeFrom(const Slice& src);
 };
 
+// Keeps at most max_open_files blob files open (least recently read first
+// out), so a large database does not run into RLIMIT_NOFILE.
 class BlobStore {
  public:
-  explicit BlobStore(const DbContext* ctx) : ctx_(ctx) {}
+  BlobStore(const DbContext* ctx, size_t max_open_files) : ctx_(ctx), capacity_(max_open_files) {}
   BlobStore(const BlobStore&) = delete;
   BlobStore& operator=(const BlobStore&) = delete;
 
@@ -59,13 +62,21 @@ class BlobStore {
   [[nodiscard]] Status Read(const Slice& user_key, const Slice& encoded_index, std::string* value);
   // Forgets the reader of a file that is being deleted.
   void Evict(uint64_t number);
+  // Blob files open now (at most max_open_files).
+  size_t OpenFiles();
 
  private:
+  struct Entry {
+    std::shared_ptr<BlobFileReader> reader;
+    std::list<uint64_t>::iterator lru_pos;
+  };
   Result<std::shared_ptr<BlobFileReader>> Find(uint64_t number);
 
   const DbContext* const ctx_;
+  const size_t capacity_;
   std::mutex mu_;
-  std::unordered_map<uint64_t, std::shared_ptr<BlobFileReader>> readers_;  // guarded by mu_
+  std::unordered_map<uint64_t, Entry> readers_;  // guarded by mu_
+  std::list<uint64_t> lru_;                      // front = most recent; guarded by mu_
 };
 
 }  // namespace mxfs

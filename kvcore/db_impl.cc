@@ -23,6 +23,7 @@ namespace mxfs {
 namespace {
 
 constexpr size_t kMaxOpenTables = 1000;
+constexpr size_t kMaxOpenBlobFiles = 256;  // 32 GiB of 128 MiB blob files
 constexpr size_t kMaxRecentCompactions = 32;
 
 uint64_t NowMicros() {
@@ -184,7 +185,7 @@ DBImpl::DBImpl(const Options& options, const std::string& dbname) : ctx_(Bytewis
   ctx_.table_options.verify_checksums = true;
   table_cache_ = std::make_unique<TableCache>(&ctx_, kMaxOpenTables);
   ctx_.table_cache = table_cache_.get();
-  blob_store_ = std::make_unique<BlobStore>(&ctx_);
+  blob_store_ = std::make_unique<BlobStore>(&ctx_, kMaxOpenBlobFiles);
   ctx_.blob_store = blob_store_.get();
   if (!options.nvm_path.empty()) {
     nvm_ = std::make_unique<NvmBackend>(&ctx_);
