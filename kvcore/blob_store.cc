@@ -55,6 +55,10 @@ Result<std::shared_ptr<BlobFileReader>> BlobStore::Find(uint64_t number) {
 Status BlobStore::Read(const Slice& user_key, const Slice& encoded_index, std::string* value) {
   BlobIndex index;
   MXFS_RETURN_IF_ERROR(index.DecodeFrom(encoded_index));
+  return Read(user_key, index, value);
+}
+
+Status BlobStore::Read(const Slice& user_key, const BlobIndex& index, std::string* value) {
   auto reader = Find(index.file_number);
   if (!reader) return reader.error();
   return (*reader)->Get(user_key, index.offset, index.value_size, value);

@@ -60,6 +60,8 @@ class BlobStore {
   // Resolves the blob index stored for user_key into *value. Errors name the
   // blob file and offset.
   [[nodiscard]] Status Read(const Slice& user_key, const Slice& encoded_index, std::string* value);
+  // The same for an index already decoded.
+  [[nodiscard]] Status Read(const Slice& user_key, const BlobIndex& index, std::string* value);
   // Forgets the reader of a file that is being deleted.
   void Evict(uint64_t number);
   // Blob files open now (at most max_open_files).

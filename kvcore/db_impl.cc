@@ -1128,13 +1128,10 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
     return Status::OK();
   };
   // The blob record an entry stops referencing.
-  auto count_garbage = [&](const Slice& user_key, const Slice& encoded) -> Status {
-    BlobIndex bi;
-    MXFS_RETURN_IF_ERROR(bi.DecodeFrom(encoded));
+  auto count_garbage = [&](const Slice& user_key, const BlobIndex& bi) {
     BlobGarbage& g = result->garbage[bi.file_number];
     g.records++;
     g.bytes += BlobRecordSize(user_key.size(), bi.value_size);
-    return Status::OK();
   };
 
   input->SeekToFirst();
@@ -1174,8 +1171,10 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
     if (column && ++entries == 100) MXFS_KILL_POINT("kvcore.column.mid_merge");  // some output written
     if (drop) {
       if (ikey.type == kTypeBlobIndex) {
-        s = count_garbage(ikey.user_key, input->value());
+        BlobIndex bi;
+        s = bi.DecodeFrom(input->value());
         if (!s.ok()) break;
+        count_garbage(ikey.user_key, bi);
       }
       continue;
     }
@@ -1193,10 +1192,10 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
       s = bi.DecodeFrom(value);
       if (!s.ok()) break;
       if (relocate.contains(bi.file_number)) {
-        s = blob_store_->Read(ikey.user_key, value, &moved);
-        if (s.ok()) s = count_garbage(ikey.user_key, value);
+        s = blob_store_->Read(ikey.user_key, bi, &moved);
         if (s.ok()) s = separate(ikey.user_key, moved, &new_value);
         if (!s.ok()) break;
+        count_garbage(ikey.user_key, bi);
         result->blob_bytes_relocated += moved.size();
         value = new_value;
       }
