@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -22,6 +23,8 @@ namespace {
 // the system header here is 7.38, so the few definitions are spelled out).
 constexpr uint64_t kFusePassthrough = 1ull << 37;  // INIT flags (flags2 bit 5)
 constexpr uint32_t kFopenPassthrough = 1u << 7;    // fuse_open_out.open_flags
+// FUSE over io_uring, protocol 7.42 (Linux 6.14+): INIT flags2 bit 9.
+constexpr uint64_t kFuseOverIoUring = 1ull << 41;
 // struct fuse_backing_map, the argument of FUSE_DEV_IOC_BACKING_OPEN.
 struct BackingMap {
   int32_t fd;
@@ -48,6 +51,9 @@ struct LastRequest {
 thread_local LastRequest tls_last;
 // The backing id SetOpenBackingId left for this thread's OPEN reply (0: none).
 thread_local int32_t tls_backing_id = 0;
+// The io_uring transport's reply sink for this thread (SetThreadReplySink).
+thread_local KernelChannel::ReplySink tls_sink = nullptr;
+thread_local void* tls_sink_ctx = nullptr;
 
 std::atomic<bool> offer_v2{false};
 std::atomic<uint64_t> init_unique{0};   // unique of the INIT awaiting its reply (0: none)
@@ -56,6 +62,20 @@ std::atomic<bool> v2_granted{false};
 std::atomic<bool> offer_pt{false};
 std::atomic<bool> pt_granted{false};
 std::atomic<int> session_fd{-1};
+std::atomic<bool> offer_uring{false};
+std::atomic<bool> uring_granted{false};
+std::atomic<bool> init_replied{false};
+std::atomic<size_t> init_max_payload{0};
+std::atomic<uint64_t> devfuse_requests{0};
+
+// Writes one reply: to this thread's sink if it takes it, else to fd.
+ssize_t Emit(int fd, const struct iovec* iov, int count) {
+  if (tls_sink != nullptr) {
+    ssize_t n = tls_sink(tls_sink_ctx, iov, count);
+    if (n != KernelChannel::kNotMine) return n;
+  }
+  return ::writev(fd, iov, count);
+}
 
 // Copies the fixed-width field at [off, off + sizeof(T)) of the request body
 // (the bytes after the fuse_in_header) into *out; false when the request is
@@ -131,7 +151,7 @@ ssize_t ChannelRead(int fd, void* buf, size_t len, void*) {
 // (it is ~80 bytes) and written with one writev, whose result goes to
 // *written. False (nothing written) when iov is not that reply or nothing
 // applies.
-bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written) {
+bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written, bool* was_init) {
   const uint64_t pending = init_unique.load();
   if (pending == 0 || count < 1) return false;
   fuse_out_header oh;
@@ -139,12 +159,25 @@ bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written
   std::memcpy(&oh, iov[0].iov_base, sizeof(oh));
   if (oh.unique != pending) return false;
   init_unique.store(0);
+  *was_init = true;
   const uint64_t offered = kernel_flags.load();
   const bool v2 = offer_v2.load() && (offered & FUSE_HANDLE_KILLPRIV_V2);
   const bool pt = offer_pt.load() && (offered & kFusePassthrough) && (offered & FUSE_INIT_EXT);
-  if (oh.error != 0 || (!v2 && !pt)) return false;
+  const bool ur = offer_uring.load() && (offered & kFuseOverIoUring) && (offered & FUSE_INIT_EXT);
   std::string msg;
   for (int i = 0; i < count; ++i) msg.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+  // The ring's payload size (fs/fuse/dev_uring.c, fuse_uring_create):
+  // max(FUSE_MIN_READ_BUFFER, max_write, max_pages * PAGE_SIZE).
+  const size_t max_write_at = sizeof(fuse_out_header) + offsetof(fuse_init_out, max_write);
+  const size_t max_pages_at = sizeof(fuse_out_header) + offsetof(fuse_init_out, max_pages);
+  if (oh.error == 0 && msg.size() >= max_pages_at + sizeof(uint16_t)) {
+    uint32_t max_write = 0;
+    uint16_t max_pages = 0;
+    std::memcpy(&max_write, msg.data() + max_write_at, sizeof(max_write));
+    std::memcpy(&max_pages, msg.data() + max_pages_at, sizeof(max_pages));
+    init_max_payload.store(std::max<size_t>({8192, max_write, size_t{max_pages} * 4096}));
+  }
+  if (oh.error != 0 || (!v2 && !pt && !ur)) return false;
   const size_t flags_at = sizeof(fuse_out_header) + offsetof(fuse_init_out, flags);
   const size_t flags2_at = sizeof(fuse_out_header) + offsetof(fuse_init_out, flags2);
   const size_t depth_at = sizeof(fuse_out_header) + kMaxStackDepthAt;
@@ -176,16 +209,31 @@ bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written
       pt_set = true;
     }
   }
+  bool ur_set = false;
+  if (ur) {
+    if (msg.size() < flags2_at + sizeof(uint32_t)) {
+      MXFS_LOG_WARN("INIT reply of %zu bytes has no flags2 field (needs %zu); FUSE_OVER_IO_URING not granted",
+                    msg.size(), flags2_at + sizeof(uint32_t));
+    } else {
+      uint32_t flags2 = 0;
+      std::memcpy(&flags2, msg.data() + flags2_at, sizeof(flags2));
+      flags2 |= static_cast<uint32_t>(kFuseOverIoUring >> 32);
+      std::memcpy(msg.data() + flags2_at, &flags2, sizeof(flags2));
+      flags |= FUSE_INIT_EXT;
+      ur_set = true;
+    }
+  }
   std::memcpy(msg.data() + flags_at, &flags, sizeof(flags));
   struct iovec one = {msg.data(), msg.size()};
-  ssize_t n = ::writev(fd, &one, 1);
+  ssize_t n = Emit(fd, &one, 1);
   *written = n;
   if (n >= 0) {
     if (v2) v2_granted.store(true);
     if (pt_set) pt_granted.store(true);
-    MXFS_LOG_INFO("FUSE INIT: granted%s%s (kernel flags 0x%llx, reply flags 0x%x)",
+    if (ur_set) uring_granted.store(true);
+    MXFS_LOG_INFO("FUSE INIT: granted%s%s%s (kernel flags 0x%llx, reply flags 0x%x)",
                   v2 ? " FUSE_HANDLE_KILLPRIV_V2" : "", pt_set ? " FUSE_PASSTHROUGH" : "",
-                  static_cast<unsigned long long>(offered), flags);
+                  ur_set ? " FUSE_OVER_IO_URING" : "", static_cast<unsigned long long>(offered), flags);
   }
   return true;
 }
@@ -212,7 +260,7 @@ bool WriteOpenReply(int fd, const struct iovec* iov, int count, int32_t backing_
   std::memcpy(msg.data() + open_flags_at, &open_flags, sizeof(open_flags));
   std::memcpy(msg.data() + sizeof(fuse_out_header) + kBackingIdAt, &backing_id, sizeof(backing_id));
   struct iovec one = {msg.data(), msg.size()};
-  *written = ::writev(fd, &one, 1);
+  *written = Emit(fd, &one, 1);
   return true;
 }
 
@@ -241,17 +289,45 @@ Status KernelChannel::Install(fuse_session* se, bool offer_killpriv_v2) {
 
 void KernelChannel::SetOffer(bool offer_killpriv_v2) { offer_v2.store(offer_killpriv_v2); }
 
-void KernelChannel::ObserveRequest(const void* buf, size_t n) { Inspect(static_cast<const char*>(buf), n); }
+void KernelChannel::ObserveRequest(const void* buf, size_t n) {
+  devfuse_requests.fetch_add(1, std::memory_order_relaxed);
+  Inspect(static_cast<const char*>(buf), n);
+}
+
+void KernelChannel::ObserveRingRequest(const void* buf, size_t n) { Inspect(static_cast<const char*>(buf), n); }
+
+uint64_t KernelChannel::DevFuseRequests() { return devfuse_requests.load(std::memory_order_relaxed); }
 
 ssize_t KernelChannel::WriteReply(int fd, const struct iovec* iov, int count) {
   ssize_t written = 0;
-  if (init_unique.load(std::memory_order_relaxed) != 0 && WriteInitReply(fd, iov, count, &written)) return written;
+  if (init_unique.load(std::memory_order_relaxed) != 0) {
+    bool was_init = false;
+    const bool rewritten = WriteInitReply(fd, iov, count, &written, &was_init);
+    if (was_init) {
+      if (!rewritten) written = Emit(fd, iov, count);
+      if (written >= 0) init_replied.store(true);  // the ring may register now (fs/fuse: fc->initialized)
+      return written;
+    }
+  }
   if (tls_backing_id != 0) {
     const int32_t id = tls_backing_id;
     tls_backing_id = 0;
     if (WriteOpenReply(fd, iov, count, id, &written)) return written;
   }
-  return ::writev(fd, iov, count);
+  return Emit(fd, iov, count);
+}
+
+void KernelChannel::SetUring(bool offer) { offer_uring.store(offer); }
+
+bool KernelChannel::InitReplied() { return init_replied.load(); }
+
+bool KernelChannel::UringGranted() { return uring_granted.load(); }
+
+size_t KernelChannel::InitMaxPayload() { return init_max_payload.load(); }
+
+void KernelChannel::SetThreadReplySink(ReplySink sink, void* ctx) {
+  tls_sink = sink;
+  tls_sink_ctx = ctx;
 }
 
 bool KernelChannel::KillSuidGid(Op op) {

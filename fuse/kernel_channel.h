@@ -53,6 +53,13 @@
 //     reference for every open file, so an id may be closed while files
 //     opened with it stay open).
 //
+// FUSE over io_uring (-o uring; fuse/uring_channel.h): the INIT reply also
+// grants FUSE_OVER_IO_URING (flags2 bit 9) when asked (SetUring) and
+// offered, and records the ring's payload size. Ring threads run requests
+// through libfuse on their own thread and take the replies with a per-thread
+// reply sink (SetThreadReplySink) instead of a write to /dev/fuse; they call
+// ObserveRingRequest so the kill flags above work for ring requests too.
+//
 // Splice stays off (MatrixFs::Init clears the splice capabilities), so all
 // requests and replies go through these two hooks; with clone_fd, libfuse
 // calls them with each worker's cloned fd. libfuse closes the fd once, in
@@ -124,6 +131,30 @@ class KernelChannel {
   // read last with success, opens the file in passthrough mode on
   // backing_id. Call right before fuse_reply_open; 0 cancels.
   static void SetOpenBackingId(int32_t backing_id);
+
+  // FUSE over io_uring (-o uring; fuse/uring_channel.h). SetUring: whether
+  // the INIT reply may grant FUSE_OVER_IO_URING (flags2 bit 9) when the
+  // kernel offers it. InitReplied: true once the reply to INIT was written
+  // (granted or not); UringGranted: true when that reply granted it.
+  // InitMaxPayload: the ring's payload size the kernel derives from that
+  // reply, max(8192, max_write, max_pages * 4096) (0 before the reply).
+  static void SetUring(bool offer);
+  static bool InitReplied();
+  static bool UringGranted();
+  static size_t InitMaxPayload();
+
+  // Replies of the calling thread go to sink(ctx, iov, count) first (the
+  // io_uring transport copies a reply into its ring entry there); the sink
+  // returns kNotMine to let the reply go to the fd as usual. The INIT and
+  // OPEN rewriting above applies before the sink. nullptr clears.
+  static constexpr ssize_t kNotMine = -2;
+  using ReplySink = ssize_t (*)(void* ctx, const struct iovec* iov, int count);
+  static void SetThreadReplySink(ReplySink sink, void* ctx);
+
+  // ObserveRequest for a request that arrived through the ring (not counted
+  // as a /dev/fuse read); DevFuseRequests: requests read from /dev/fuse.
+  static void ObserveRingRequest(const void* buf, size_t n);
+  static uint64_t DevFuseRequests();
 };
 
 }  // namespace mxfs

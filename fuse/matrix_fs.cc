@@ -19,6 +19,7 @@
 #include "base/coding.h"
 #include "base/logging.h"
 #include "fuse/kernel_channel.h"
+#include "fuse/uring_channel.h"
 #include "kvcore/include/options.h"
 #include "kvcore/include/write_batch.h"
 
@@ -2362,6 +2363,12 @@ std::string MatrixFs::VirtualContent(uint64_t ino) {
       std::snprintf(line, sizeof(line), " %s=%" PRIu64, kRequestNames[k], requests_[k].load());
       out += line;
     }
+    // Which transport brought the requests: the io_uring ring (-o uring) or
+    // a read of /dev/fuse (FORGET and INTERRUPT always come that way).
+    std::snprintf(line, sizeof(line), "\ntransport uring=%" PRIu64 " devfuse=%" PRIu64 " uring_entries=%d",
+                  UringChannel::RequestsServed(), KernelChannel::DevFuseRequests(),
+                  UringChannel::EntriesRegistered());
+    out += line;
     out += "\n";
   }
   return out;

@@ -6,7 +6,10 @@
 // block_size=BYTES, label=TEXT, pool[=PATH], pool_size=BYTES (with format),
 // container_share=F (stored with format, else overrides the stored share),
 // passthrough (the kernel reads and writes large files' objects itself; no
-// writeback cache), allow_other,
+// writeback cache), uring (serve requests through FUSE over io_uring, Linux
+// 6.14+, fuse/uring_channel.h; falls back to /dev/fuse with a warning when
+// the kernel does not offer it), uring_threads=N (ring threads per CPU
+// queue, default 1), allow_other,
 // default_permissions (always on), ro, debug; allow_other is implied when
 // root mounts (as for a kernel filesystem); the kernel's generic mount
 // options (nosuid, nodev, noexec, noatime, ...) pass through; fstab-only
@@ -47,6 +50,7 @@
 #include "base/unique_fd.h"
 #include "fuse/kernel_channel.h"
 #include "fuse/matrix_fs.h"
+#include "fuse/uring_channel.h"
 #include "ssd/fault_injection_fs.h"
 
 namespace mxfs {
@@ -63,6 +67,8 @@ struct Args {
   bool allow_other = false;
   double container_share = 0.0;  // -o container_share=F (0: the superblock's)
   bool fuse_passthrough = false;  // -o passthrough (FUSE passthrough for large files)
+  bool uring = false;             // -o uring (FUSE over io_uring)
+  int uring_threads = 1;          // -o uring_threads=N
   Superblock sb = Superblock::New();
   std::vector<std::string> passthrough;  // kernel/libfuse mount options
 };
@@ -85,6 +91,9 @@ struct Args {
                "                     (0 < F < 1; default: the one stored by mkfs, 0.6)\n"
                "  -o passthrough     the kernel reads and writes large files' objects directly\n"
                "                     (FUSE passthrough; turns the writeback cache off)\n"
+               "  -o uring           serve requests through FUSE over io_uring (Linux 6.14+, needs\n"
+               "                     /sys/module/fuse/parameters/enable_uring = Y; else /dev/fuse)\n"
+               "  -o uring_threads=N ring threads per CPU queue with -o uring (default 1)\n"
                "  -o allow_other     let other users access the mount (implied for root)\n"
                "  -o ro              mount read-only\n");
   std::exit(msg ? 2 : 0);
@@ -157,6 +166,12 @@ void ParseOptions(const std::string& list, Args* a) {
     }
     else if (key == "debug") a->debug = a->foreground = true;
     else if (key == "passthrough") a->fuse_passthrough = true;
+    else if (key == "uring") a->uring = true;
+    else if (key == "uring_threads") {
+      uint32_t n = 0;
+      if (!ParseSize(val, &n) || n < 1 || n > 64) Usage(("bad uring_threads \"" + val + "\" (1 to 64)").c_str());
+      a->uring_threads = static_cast<int>(n);
+    }
     else if (key == "ro") { a->read_only = true; a->passthrough.push_back("ro"); }
     else if (key == "rw") a->read_only = false;
     else if (key == "allow_other") a->allow_other = true;
@@ -217,6 +232,20 @@ bool IsMounted(const std::string& path) {
     if (dec == path) return true;
   }
   return false;
+}
+
+// Why the kernel will not offer FUSE over io_uring, or "" when it may
+// (fs/fuse/dev_uring.c: the module parameter enable_uring).
+std::string UringUnavailable() {
+  const char* kParam = "/sys/module/fuse/parameters/enable_uring";
+  std::ifstream in(kParam);
+  std::string v;
+  if (!in || !std::getline(in, v)) {
+    return std::string(kParam) + " does not exist (the kernel has no FUSE over io_uring: Linux 6.14+ with "
+                                 "CONFIG_FUSE_IO_URING)";
+  }
+  if (v != "Y" && v != "1") return std::string(kParam) + " is " + v + " (write Y to it as root)";
+  return "";
 }
 
 // Writes "OK" or the error to the parent waiting on fd (if any).
@@ -307,8 +336,30 @@ int Serve(const Args& a, int report_fd) {
   // spares a GETXATTR round trip per write(2) (fuse/kernel_channel.h).
   // Without it the mount still works as before, so a failure only warns.
   KernelChannel::SetPassthrough(a.fuse_passthrough && !a.read_only);
+  KernelChannel::SetUring(a.uring);
   if (Status s = KernelChannel::Install(se, !a.read_only); !s.ok()) {
     MXFS_LOG_WARN("FUSE_HANDLE_KILLPRIV_V2 not offered: %s", s.ToString().c_str());
+  }
+  // -o uring: ring threads that register with the kernel once INIT is
+  // answered (fuse/uring_channel.h). Without the kernel's offer they log it
+  // and every request goes through /dev/fuse.
+  std::unique_ptr<UringChannel> uring;
+  if (a.uring) {
+    std::string why = UringUnavailable();
+    if (!why.empty()) {
+      std::fprintf(stderr, "matrixfs: warning: -o uring: %s; serving through /dev/fuse\n", why.c_str());
+      MXFS_LOG_WARN("-o uring: %s; serving through /dev/fuse", why.c_str());
+    }
+    UringChannel::Options uo;
+    uo.threads_per_queue = a.uring_threads;
+    const char* pin = std::getenv("MXFS_URING_PIN");
+    if (pin != nullptr && *pin != '\0') uo.pin = std::strcmp(pin, "0") != 0;
+    auto ch = UringChannel::Start(se, uo);
+    if (!ch) {
+      MXFS_LOG_WARN("-o uring: %s; serving through /dev/fuse", ch.error().ToString().c_str());
+    } else {
+      uring = std::move(*ch);
+    }
   }
   MXFS_LOG_INFO("mounted %s on %s (uuid %s)", a.datadir.c_str(), a.mountpoint.c_str(),
                 (*fs)->superblock().UuidString().c_str());
@@ -329,6 +380,8 @@ int Serve(const Args& a, int report_fd) {
   fuse_loop_cfg_set_idle_threads(lc, 4);
   int rc = fuse_session_loop_mt(se, lc);
   fuse_loop_cfg_destroy(lc);
+  // The rings hold the /dev/fuse file: close them before unmounting.
+  if (uring) uring->Stop();
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
