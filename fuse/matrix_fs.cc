@@ -66,9 +66,17 @@ const char* const kRequestNames[] = {
     "getxattr", "listxattr", "removexattr", "access", "create", "fallocate", "lseek", "init"};
 static_assert(sizeof(kRequestNames) / sizeof(kRequestNames[0]) == MatrixFs::kNumRequestKinds);
 
+// The daemon's timestamps come from the same clock the kernel stamps a FUSE
+// inode with (current_time(): the coarse clock, one tick, 4 ms here; FUSE
+// has no multigrain timestamps). Under the writeback cache the kernel owns
+// a regular file's c/mtime; when a write lands in the tick the file was
+// created in, its times are unchanged, the inode stays clean, and close
+// sends no SETATTR of the times: one round trip less per small file
+// (BENCHMARKS.md, "Spin-polling and coarse timestamps"). Values are still
+// stored in nanoseconds; ext4 stamps from the same coarse clock.
 int64_t NowNs() {
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
