@@ -3,8 +3,10 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -133,7 +135,45 @@ void Inspect(const char* buf, size_t n) {
   }
 }
 
+// Spin-polling before a blocking read (SetSpinMicros). One worker at a time
+// spins, so an idle mount costs at most one budget per request it served.
+std::atomic<uint32_t> spin_us{0};
+std::atomic<bool> spinner_busy{false};
+
+uint64_t MonotonicUs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Waits up to the spin budget for a request to be pending on fd, polling
+// with a zero timeout (no wait-queue registration, no sleep). Returns at
+// once when another worker is already spinning or spinning is off. The
+// caller reads (blocking) afterwards either way: if another worker takes
+// the request first, that read simply sleeps as it would have.
+void SpinUntilReadable(int fd) {
+  const uint32_t budget = spin_us.load(std::memory_order_relaxed);
+  if (budget == 0) return;
+  bool expected = false;
+  if (!spinner_busy.compare_exchange_strong(expected, true, std::memory_order_acquire)) return;
+  const uint64_t deadline = MonotonicUs() + budget;
+  struct pollfd p = {fd, POLLIN, 0};
+  while (::poll(&p, 1, 0) == 0 && MonotonicUs() < deadline) {
+    CpuRelax();
+  }
+  spinner_busy.store(false, std::memory_order_release);
+}
+
 ssize_t ChannelRead(int fd, void* buf, size_t len, void*) {
+  SpinUntilReadable(fd);
   ssize_t n = ::read(fd, buf, len);
   if (n > 0) {
     KernelChannel::ObserveRequest(buf, static_cast<size_t>(n));
@@ -340,6 +380,10 @@ bool KernelChannel::KillPrivV2Granted() { return v2_granted.load(); }
 uint64_t KernelChannel::KernelInitFlags() { return kernel_flags.load(); }
 
 void KernelChannel::SetPassthrough(bool offer) { offer_pt.store(offer); }
+
+void KernelChannel::SetSpinMicros(uint32_t us) { spin_us.store(us); }
+
+uint32_t KernelChannel::SpinMicros() { return spin_us.load(); }
 
 bool KernelChannel::PassthroughGranted() { return pt_granted.load(); }
 

@@ -56,6 +56,11 @@
 namespace mxfs {
 namespace {
 
+// How long a FUSE worker polls for the next request before it sleeps
+// (BENCHMARKS.md, "Spin-polling and coarse timestamps").
+constexpr uint32_t kDefaultSpinUs = 50;
+constexpr uint32_t kMaxSpinUs = 10000;
+
 struct Args {
   std::string datadir;
   std::string mountpoint;
@@ -69,6 +74,7 @@ struct Args {
   bool fuse_passthrough = false;  // -o passthrough (FUSE passthrough for large files)
   bool uring = false;             // -o uring (FUSE over io_uring)
   int uring_threads = 1;          // -o uring_threads=N
+  uint32_t spin_us = kDefaultSpinUs;  // -o spin_us=N (KernelChannel::SetSpinMicros)
   Superblock sb = Superblock::New();
   std::vector<std::string> passthrough;  // kernel/libfuse mount options
 };
@@ -91,6 +97,8 @@ struct Args {
                "                     (0 < F < 1; default: the one stored by mkfs, 0.6)\n"
                "  -o passthrough     the kernel reads and writes large files' objects directly\n"
                "                     (FUSE passthrough; turns the writeback cache off)\n"
+               "  -o spin_us=N       a FUSE worker polls N microseconds for the next request\n"
+               "                     before it sleeps (0-10000, default 50; 0: off)\n"
                "  -o uring           serve requests through FUSE over io_uring (Linux 6.14+, needs\n"
                "                     /sys/module/fuse/parameters/enable_uring = Y; else /dev/fuse)\n"
                "  -o uring_threads=N ring threads per CPU queue with -o uring (default 1)\n"
@@ -171,6 +179,13 @@ void ParseOptions(const std::string& list, Args* a) {
       uint32_t n = 0;
       if (!ParseSize(val, &n) || n < 1 || n > 64) Usage(("bad uring_threads \"" + val + "\" (1 to 64)").c_str());
       a->uring_threads = static_cast<int>(n);
+    }
+    else if (key == "spin_us") {
+      uint32_t v = 0;
+      if (!ParseSize(val, &v) || v > kMaxSpinUs) {
+        Usage(("bad spin_us \"" + val + "\" (microseconds, 0 to " + std::to_string(kMaxSpinUs) + ")").c_str());
+      }
+      a->spin_us = v;
     }
     else if (key == "ro") { a->read_only = true; a->passthrough.push_back("ro"); }
     else if (key == "rw") a->read_only = false;
@@ -337,6 +352,7 @@ int Serve(const Args& a, int report_fd) {
   // Without it the mount still works as before, so a failure only warns.
   KernelChannel::SetPassthrough(a.fuse_passthrough && !a.read_only);
   KernelChannel::SetUring(a.uring);
+  KernelChannel::SetSpinMicros(a.spin_us);
   if (Status s = KernelChannel::Install(se, !a.read_only); !s.ok()) {
     MXFS_LOG_WARN("FUSE_HANDLE_KILLPRIV_V2 not offered: %s", s.ToString().c_str());
   }
