@@ -1,6 +1,7 @@
 // The request path as the kernel sees it: which FUSE requests operations
 // cost (the "requests" line of .matrixfs/stats) and the connection's bdi
 // tuning (the "bdi" line).
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -40,6 +41,61 @@ TEST_CASE("Requests: stats count the kernel's requests by type", "[fuse][request
   CHECK(after["release"] - before["release"] >= 5);  // and the stats file of "before"
   CHECK(after["lookup"] > before["lookup"]);
   for (int i = 0; i < 5; ++i) REQUIRE(ReadAll(m.P("f" + std::to_string(i))) == std::string(4096, 'x'));
+}
+
+TEST_CASE("Requests: a write in the creating tick leaves the times alone: no SETATTR at close",
+          "[fuse][requests]") {
+  MountFixture m;
+  // The daemon stamps from the kernel's coarse clock, so the kernel's own
+  // c/mtime update at write(2) changes nothing when it falls in the same
+  // tick as the create, and close has no times to send. A tick is 4 ms or
+  // more; create-then-write takes well under that, but a preempted one may
+  // cross a tick, hence "at most half" rather than "none".
+  constexpr int kFiles = 40;
+  auto before = Requests(m);
+  for (int i = 0; i < kFiles; ++i) REQUIRE(WriteAll(m.P("t" + std::to_string(i)), std::string(4096, 'y')));
+  auto after = Requests(m);
+  CHECK(after["create"] - before["create"] == kFiles);
+  CHECK(after["setattr"] - before["setattr"] <= kFiles / 2);
+  // The stored times are the kernel's: a file's mtime is not before its
+  // parent saw it created, and a later explicit write still moves it.
+  struct stat st1;
+  REQUIRE(stat(m.P("t0").c_str(), &st1) == 0);
+  usleep(20000);
+  int fd = open(m.P("t0").c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(pwrite(fd, "z", 1, 0) == 1);
+  REQUIRE(close(fd) == 0);
+  struct stat st2;
+  REQUIRE(stat(m.P("t0").c_str(), &st2) == 0);
+  CHECK((st2.st_mtim.tv_sec > st1.st_mtim.tv_sec ||
+         (st2.st_mtim.tv_sec == st1.st_mtim.tv_sec && st2.st_mtim.tv_nsec > st1.st_mtim.tv_nsec)));
+  m.Stop();
+  m.Start();
+  struct stat st3;
+  REQUIRE(stat(m.P("t0").c_str(), &st3) == 0);
+  CHECK(st3.st_mtim.tv_sec == st2.st_mtim.tv_sec);
+  CHECK(st3.st_mtim.tv_nsec == st2.st_mtim.tv_nsec);
+}
+
+TEST_CASE("Requests: -o spin_us takes 0 to 10000 microseconds and names a bad value", "[fuse][requests]") {
+  MountFixture m;
+  std::string bin = mxfs_test::BinDir() + "/matrixfs";
+  std::string out = m.root() + "/out.txt";
+  std::string other = m.root() + "/other";
+  REQUIRE(mkdir(other.c_str(), 0755) == 0);
+  int rc = system((bin + " " + m.root() + "/fresh " + other + " -o format,spin_us=20000 >" + out + " 2>&1").c_str());
+  REQUIRE(WEXITSTATUS(rc) == 2);
+  std::string msg = ReadAll(out);
+  INFO(msg);
+  CHECK(msg.find("bad spin_us \"20000\"") != std::string::npos);
+  // Polling off still serves requests (the plain blocking read).
+  rc = system((bin + " " + m.root() + "/fresh " + other + " -o format,spin_us=0 >" + out + " 2>&1").c_str());
+  REQUIRE(WEXITSTATUS(rc) == 0);
+  CHECK(WriteAll(other + "/x", "y"));
+  CHECK(ReadAll(other + "/x") == "y");
+  REQUIRE(umount2(other.c_str(), 0) == 0);
+  usleep(300000);  // the daemon exits after the unmount
 }
 
 TEST_CASE("Requests: close sends no FLUSH and still reports no error", "[fuse][requests]") {
