@@ -84,6 +84,28 @@ constexpr int kStopPollMs = 100;
 
 std::atomic<uint64_t> g_served{0};
 std::atomic<int> g_registered{0};
+std::atomic<bool> g_spinner{false};  // one ring thread spins at a time
+
+uint64_t NowUs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+// Submits the prepared commit, then polls the completion queue for up to
+// us microseconds: a caller that issues requests back to back finds this
+// thread awake. Returns the completion, or nullptr when none came.
+io_uring_cqe* SubmitAndSpin(io_uring* r, bool deferred, uint32_t us) {
+  io_uring_submit(r);
+  io_uring_cqe* cqe = nullptr;
+  const uint64_t deadline = NowUs() + us;
+  do {
+    if (deferred) io_uring_get_events(r);  // runs the kernel's deferred work
+    if (io_uring_peek_cqe(r, &cqe) == 0 && cqe != nullptr) return cqe;
+    __builtin_ia32_pause();
+  } while (NowUs() < deadline);
+  return nullptr;
+}
 
 struct FreeDeleter {
   void operator()(char* p) const { std::free(p); }
@@ -102,12 +124,14 @@ class Ring {
   // SQE128 is what the FUSE command needs; SINGLE_ISSUER + DEFER_TASKRUN run
   // the kernel's "place a request into the entry" work only when this thread
   // waits (6.1+); without them (EINVAL) the ring still works.
-  [[nodiscard]] Status Init(unsigned entries) {
+  [[nodiscard]] Status Init(unsigned entries, bool defer_taskrun) {
     io_uring_params p;
     std::memset(&p, 0, sizeof(p));
-    p.flags = IORING_SETUP_SQE128 | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    p.flags = IORING_SETUP_SQE128;
+    if (defer_taskrun) p.flags |= IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
     int rc = io_uring_queue_init_params(entries, &ring_, &p);
-    if (rc == -EINVAL) {
+    deferred_ = rc == 0 && defer_taskrun;
+    if (rc == -EINVAL && defer_taskrun) {
       std::memset(&p, 0, sizeof(p));
       p.flags = IORING_SETUP_SQE128;
       rc = io_uring_queue_init_params(entries, &ring_, &p);
@@ -117,10 +141,13 @@ class Ring {
     return Status::OK();
   }
   io_uring* get() { return &ring_; }
+  // True when completions need a system call to appear (DEFER_TASKRUN).
+  bool deferred() const { return deferred_; }
 
  private:
   io_uring ring_;
   bool live_ = false;
+  bool deferred_ = false;
 };
 
 // One registered ring entry and the request it holds.
@@ -129,7 +156,10 @@ struct Entry {
   RingReqHeader header;                       // iov[0]
   std::unique_ptr<char, FreeDeleter> buffer;  // [kScratch][payload]
   size_t payload_size = 0;
+  struct iovec iov[2];  // what REGISTER points at
   char* payload() { return buffer.get() + kScratch; }
+  enum class State { kIdle, kRegistering, kArmed, kDead };
+  State state = State::kIdle;
 
   // The request in flight on this thread (set while libfuse runs it).
   uint64_t unique = 0;
@@ -196,12 +226,12 @@ namespace {
 
 // Prepares the entry's next command: REGISTER (iovecs, no commit id) or
 // COMMIT_AND_FETCH (commit id, no iovecs).
-bool PrepCommand(io_uring* ring, int fd, Entry* e, uint32_t op, uint64_t commit_id, struct iovec* iov) {
+bool PrepCommand(io_uring* ring, int fd, Entry* e, uint32_t op, uint64_t commit_id, uint64_t tag) {
   io_uring_sqe* sqe = io_uring_get_sqe(ring);
   if (sqe == nullptr) return false;
   std::memset(sqe, 0, 2 * sizeof(io_uring_sqe));  // SQE128: both halves
   if (op == kCmdRegister) {
-    io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, iov, 2, 0);
+    io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, e->iov, 2, 0);
   } else {
     io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, nullptr, 0, 0);
   }
@@ -211,7 +241,7 @@ bool PrepCommand(io_uring* ring, int fd, Entry* e, uint32_t op, uint64_t commit_
   req.commit_id = commit_id;
   req.qid = e->qid;
   std::memcpy(sqe->cmd, &req, sizeof(req));
-  io_uring_sqe_set_data64(sqe, op);
+  io_uring_sqe_set_data64(sqe, tag);
   return true;
 }
 
@@ -256,8 +286,24 @@ uint64_t Serve(fuse_session* se, Entry* e) {
   return commit_id;
 }
 
-void RunQueueThread(std::shared_ptr<UringChannel::Shared> sh, int qid, int index) {
-  const std::string name = "mxfs-uring" + std::to_string(qid);
+// The entries of one ring thread (one per kernel queue) and the one whose
+// request is being served (the reply sink's context).
+struct ThreadEntries {
+  std::vector<std::unique_ptr<Entry>> entries;
+  Entry* current = nullptr;
+};
+
+ssize_t TakeCurrentReply(void* ctx, const struct iovec* iov, int count) {
+  auto* t = static_cast<ThreadEntries*>(ctx);
+  if (t->current == nullptr) return KernelChannel::kNotMine;
+  return TakeReply(t->current, iov, count);
+}
+
+// user_data of a command: the entry's index and the command.
+uint64_t Tag(size_t index, uint32_t op) { return (uint64_t{index} << 8) | op; }
+
+void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
+  const std::string name = "mxfs-uring" + std::to_string(index);
   SetThreadName(name.c_str());
   // Wait for the INIT reply: registering before it fails with EAGAIN, and
   // whether the ring is granted is only known then.
@@ -275,90 +321,135 @@ void RunQueueThread(std::shared_ptr<UringChannel::Shared> sh, int qid, int index
     return;
   }
   if (sh->options.pin) {
+    const int cpu = index % sh->queues;
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(qid, &set);
+    CPU_SET(cpu, &set);
     if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-      MXFS_LOG_WARN("io_uring queue %d: pinning to CPU %d: %s (runs unpinned)", qid, qid, std::strerror(errno));
+      MXFS_LOG_WARN("io_uring thread %d: pinning to CPU %d: %s (runs unpinned)", index, cpu, std::strerror(errno));
     }
   }
   Ring ring;
-  if (Status s = ring.Init(4); !s.ok()) {
-    MXFS_LOG_ERROR("io_uring queue %d thread %d: %s; this entry is not registered", qid, index, s.ToString().c_str());
+  unsigned sq = 4;
+  while (sq < 2u * static_cast<unsigned>(sh->queues)) sq *= 2;
+  if (Status s = ring.Init(sq, sh->options.defer_taskrun); !s.ok()) {
+    MXFS_LOG_ERROR("io_uring thread %d: %s; its entries are not registered", index, s.ToString().c_str());
     return;
   }
-  auto e = std::make_unique<Entry>();
-  e->qid = static_cast<uint16_t>(qid);
-  e->payload_size = KernelChannel::InitMaxPayload();
-  if (e->payload_size == 0) e->payload_size = 1u << 20;
-  e->buffer.reset(static_cast<char*>(std::aligned_alloc(4096, kScratch + e->payload_size)));
-  if (!e->buffer) {
-    MXFS_LOG_ERROR("io_uring queue %d: cannot allocate %zu bytes for an entry", qid, kScratch + e->payload_size);
-    return;
-  }
-  std::memset(&e->header, 0, sizeof(e->header));
-  struct iovec iov[2] = {{&e->header, sizeof(e->header)}, {e->payload(), e->payload_size}};
-  KernelChannel::SetThreadReplySink(TakeReply, e.get());
-
   io_uring* r = ring.get();
-  bool registered = false;
-  bool pending = PrepCommand(r, sh->fd, e.get(), kCmdRegister, 0, iov);
+  ThreadEntries te;
+  const size_t payload = KernelChannel::InitMaxPayload() != 0 ? KernelChannel::InitMaxPayload() : size_t{1} << 20;
+  for (int q = 0; q < sh->queues; ++q) {
+    auto e = std::make_unique<Entry>();
+    e->qid = static_cast<uint16_t>(q);
+    e->payload_size = payload;
+    e->buffer.reset(static_cast<char*>(std::aligned_alloc(4096, kScratch + payload)));
+    if (!e->buffer) {
+      MXFS_LOG_ERROR("io_uring thread %d: cannot allocate %zu bytes for an entry", index, kScratch + payload);
+      return;
+    }
+    std::memset(&e->header, 0, sizeof(e->header));
+    e->iov[0] = {&e->header, sizeof(e->header)};
+    e->iov[1] = {e->payload(), e->payload_size};
+    te.entries.push_back(std::move(e));
+  }
+  KernelChannel::SetThreadReplySink(TakeCurrentReply, &te);
+
+  size_t live = 0;  // entries whose command is with the kernel or being served
+  bool pending = false;
+  for (size_t i = 0; i < te.entries.size(); ++i) {
+    if (PrepCommand(r, sh->fd, te.entries[i].get(), kCmdRegister, 0, Tag(i, kCmdRegister))) {
+      te.entries[i]->state = Entry::State::kRegistering;
+      ++live;
+      pending = true;
+    }
+  }
   int eagain = 0;
   __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = kStopPollMs * 1000000LL};
-  while (!sh->stop.load()) {
+  bool served_last = false;  // the last completion was a request (spin only then)
+  while (live > 0 && !sh->stop.load()) {
     io_uring_cqe* cqe = nullptr;
-    int rc = pending ? io_uring_submit_and_wait_timeout(r, &cqe, 1, &ts, nullptr)
-                     : io_uring_wait_cqe_timeout(r, &cqe, &ts);
+    int rc = 0;
+    bool expected = false;
+    if (pending && served_last && sh->options.spin_us > 0 && g_spinner.compare_exchange_strong(expected, true)) {
+      cqe = SubmitAndSpin(r, ring.deferred(), sh->options.spin_us);
+      g_spinner.store(false);
+      if (cqe == nullptr) rc = io_uring_wait_cqe_timeout(r, &cqe, &ts);
+    } else {
+      rc = pending ? io_uring_submit_and_wait_timeout(r, &cqe, 1, &ts, nullptr)
+                   : io_uring_wait_cqe_timeout(r, &cqe, &ts);
+    }
     pending = false;
+    served_last = false;
     if (cqe == nullptr) {
       // liburing 2.3 may return the number submitted, -ETIME or -EINTR
       // without a completion.
       if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-        MXFS_LOG_ERROR("io_uring queue %d: waiting for a request: %s; the thread stops", qid, std::strerror(-rc));
+        MXFS_LOG_ERROR("io_uring thread %d: waiting for a request: %s; the thread stops", index, std::strerror(-rc));
         break;
       }
-      if (!registered && rc == -ETIME) {
-        // A whole wait without a completion: the kernel kept the REGISTER
+      if (rc == -ETIME) {
+        // A whole wait without a completion: the kernel kept the REGISTERs
         // (it answers a refusal at once).
-        registered = true;
-        g_registered.fetch_add(1);
+        for (auto& e : te.entries) {
+          if (e->state == Entry::State::kRegistering) {
+            e->state = Entry::State::kArmed;
+            g_registered.fetch_add(1);
+          }
+        }
       }
       continue;
     }
     const int res = cqe->res;
-    const uint64_t op = io_uring_cqe_get_data64(cqe);
+    const uint64_t tag = io_uring_cqe_get_data64(cqe);
     io_uring_cqe_seen(r, cqe);
+    const size_t i = static_cast<size_t>(tag >> 8);
+    const uint32_t op = static_cast<uint32_t>(tag & 0xff);
+    if (i >= te.entries.size()) continue;
+    Entry* e = te.entries[i].get();
     if (res == -EAGAIN && op == kCmdRegister && eagain++ < 5000) {
       // The kernel has not processed INIT yet (fc->initialized): retry.
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      pending = PrepCommand(r, sh->fd, e.get(), kCmdRegister, 0, iov);
+      pending = PrepCommand(r, sh->fd, e, kCmdRegister, 0, Tag(i, kCmdRegister));
+      if (!pending) {
+        e->state = Entry::State::kDead;
+        --live;
+      }
       continue;
     }
     if (res < 0) {
       // -ENOTCONN / -ECONNABORTED: unmounted or aborted. Anything else is a
       // refusal, after which the kernel uses /dev/fuse for the connection.
       if (res != -ENOTCONN && res != -ECONNABORTED && res != -ECANCELED) {
-        MXFS_LOG_ERROR("io_uring queue %d: %s of the entry (header %zu bytes, payload %zu bytes) failed: %s",
-                       qid, op == kCmdRegister ? "FUSE_IO_URING_CMD_REGISTER" : "FUSE_IO_URING_CMD_COMMIT_AND_FETCH",
+        MXFS_LOG_ERROR("io_uring queue %u: %s of an entry (header %zu bytes, payload %zu bytes) failed: %s", e->qid,
+                       op == kCmdRegister ? "FUSE_IO_URING_CMD_REGISTER" : "FUSE_IO_URING_CMD_COMMIT_AND_FETCH",
                        sizeof(e->header), e->payload_size, std::strerror(-res));
       }
-      break;
+      if (e->state == Entry::State::kArmed) g_registered.fetch_sub(1);
+      e->state = Entry::State::kDead;
+      --live;
+      continue;
     }
-    if (!registered) {
-      registered = true;
-      g_registered.fetch_add(1);
-    }
-    const uint64_t commit_id = Serve(sh->se, e.get());
-    pending = PrepCommand(r, sh->fd, e.get(), kCmdCommitAndFetch, commit_id, nullptr);
+    if (e->state == Entry::State::kRegistering) g_registered.fetch_add(1);
+    e->state = Entry::State::kArmed;
+    te.current = e;
+    const uint64_t commit_id = Serve(sh->se, e);
+    te.current = nullptr;
+    served_last = true;
+    pending = PrepCommand(r, sh->fd, e, kCmdCommitAndFetch, commit_id, Tag(i, kCmdCommitAndFetch));
     if (!pending) {
-      MXFS_LOG_ERROR("io_uring queue %d: no free SQE for the commit of request %llu; the thread stops", qid,
+      MXFS_LOG_ERROR("io_uring queue %u: no free SQE for the commit of request %llu; the entry stops", e->qid,
                      static_cast<unsigned long long>(commit_id));
-      break;
+      g_registered.fetch_sub(1);
+      e->state = Entry::State::kDead;
+      --live;
     }
   }
-  if (pending) io_uring_submit(r);  // an answer prepared before stop still goes out
+  if (pending) io_uring_submit(r);  // answers prepared before stop still go out
   KernelChannel::SetThreadReplySink(nullptr, nullptr);
-  if (registered) g_registered.fetch_sub(1);
+  for (auto& e : te.entries) {
+    if (e->state == Entry::State::kArmed) g_registered.fetch_sub(1);
+  }
 }
 
 }  // namespace
@@ -401,13 +492,12 @@ Result<std::unique_ptr<UringChannel>> UringChannel::Start(fuse_session* se, cons
   sh->queues = *queues;
   sh->options = options;
   if (sh->fd < 0) return Err(Status::InvalidArgument("UringChannel: the FUSE session has no fd (not mounted yet?)"));
-  if (options.threads_per_queue < 1) return Err(Status::InvalidArgument("UringChannel: threads_per_queue < 1"));
+  if (sh->options.threads == 0) sh->options.threads = sh->queues;
+  if (sh->options.threads < 0) return Err(Status::InvalidArgument("UringChannel: threads < 0"));
   auto ch = std::make_unique<UringChannel>(sh);
-  for (int q = 0; q < sh->queues; ++q) {
-    for (int i = 0; i < options.threads_per_queue; ++i) ch->threads_.emplace_back(RunQueueThread, sh, q, i);
-  }
-  MXFS_LOG_INFO("-o uring: %d queue(s) x %d thread(s)%s waiting for INIT", sh->queues, options.threads_per_queue,
-                options.pin ? " (pinned)" : "");
+  for (int i = 0; i < sh->options.threads; ++i) ch->threads_.emplace_back(RunRingThread, sh, i);
+  MXFS_LOG_INFO("-o uring: %d thread(s), each with an entry on each of %d queue(s)%s; waiting for INIT",
+                sh->options.threads, sh->queues, sh->options.pin ? " (pinned)" : "");
   return ch;
 }
 

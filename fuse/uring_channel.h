@@ -13,12 +13,18 @@
 // still come through /dev/fuse, so libfuse's session loop keeps running
 // beside the ring threads (it also serves the requests before INIT).
 //
-// One entry, one thread, one io_uring: Start creates threads_per_queue
-// threads for each queue (optionally pinned to the queue's CPU). A thread
-// waits for the INIT reply, creates its ring (IORING_SETUP_SQE128: the
-// command needs the 80-byte command area), and registers its entry with
-// IORING_OP_URING_CMD / FUSE_IO_URING_CMD_REGISTER on the session fd. The
-// entry is two buffers: a 288-byte header (struct fuse_uring_req_header:
+// Threads and entries: Start creates Options::threads threads (default one
+// per queue), each with its own io_uring and one entry on EVERY queue, so
+// any thread can serve a request from any CPU: the kernel gives a request
+// to the most recently re-armed entry of its CPU's queue, which is the
+// thread that answered last and is most likely awake. (One thread per queue,
+// pinned to the queue's CPU, measured slower here: a caller and the thread
+// that serves it then share one CPU and every request is two context
+// switches; pinning is left as an option.) A thread waits for the INIT
+// reply, creates its ring (IORING_SETUP_SQE128: the command needs the
+// 80-byte command area; SINGLE_ISSUER and DEFER_TASKRUN), and registers its
+// entries with IORING_OP_URING_CMD / FUSE_IO_URING_CMD_REGISTER on the
+// session fd. An entry is two buffers: a 288-byte header (struct fuse_uring_req_header:
 // in_out, op_in, ring_ent_in_out) and a payload of the ring's size. The
 // payload buffer sits 4 KiB into one allocation; when a request arrives
 // (the CQE of the pending command, result 0) the thread copies the
@@ -66,8 +72,10 @@ namespace mxfs {
 class UringChannel {
  public:
   struct Options {
-    int threads_per_queue = 1;  // entries (and threads) per kernel queue
-    bool pin = true;            // pin queue q's threads to CPU q
+    int threads = 0;            // ring threads, each with an entry per queue (0: one per queue)
+    bool pin = false;           // pin thread i to CPU i % queues (measured slower, see above)
+    uint32_t spin_us = 0;       // after a reply, poll this long for the next request (one thread at a time)
+    bool defer_taskrun = true;  // IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN (else a plain ring)
   };
 
   // Starts the ring threads for se (mounted, KernelChannel installed with
