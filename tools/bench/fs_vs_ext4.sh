@@ -12,13 +12,14 @@
 #
 # Usage: tools/bench/fs_vs_ext4.sh [--dir BASE] [--files N] [--stat N]
 #          [--readdir N] [--fio-size SIZE] [--fio-runtime SECS] [--direct]
-#          [--only LIST] [--build DIR]
+#          [--only LIST] [--build DIR] [--extra-opts OPTS]
 #   --dir      where the ext4 directory, passthrough source and the MatrixFS
 #              data directory go (default: var/fsbench in the repo, i.e. the
 #              same disk); the MatrixFS pool and tmpfs are on /dev/shm
 #   --direct   fio with O_DIRECT (honest device numbers; FUSE targets then
 #              bypass the page cache too). Without it fio is buffered, with
 #              end_fsync=1 for writes and caches dropped before reads.
+#   --extra-opts  more -o options for the MatrixFS mounts (e.g. uring)
 #   --only     comma list of targets among matrixfs,matrixfs-pt,ext4,tmpfs,
 #              passthrough (default: all but matrixfs-pt)
 #
@@ -37,6 +38,7 @@ fio_runtime=10
 direct=0
 only="matrixfs,ext4,tmpfs,passthrough"
 build=build
+extra_opts=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -49,6 +51,7 @@ while [ $# -gt 0 ]; do
     --direct) direct=1; shift ;;
     --only) only=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
+    --extra-opts) extra_opts=",$2"; shift 2 ;;
     *) echo "fs_vs_ext4.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -107,13 +110,13 @@ if want passthrough; then
 fi
 if want matrixfs; then
   mkdir -p "$work/mxfs-data" "$work/mxfs-mnt"
-  "$bin/matrixfs" "$work/mxfs-data" "$work/mxfs-mnt" -o format,pool="$shm/pool"
+  "$bin/matrixfs" "$work/mxfs-data" "$work/mxfs-mnt" -o format,pool="$shm/pool"$extra_opts
   mounts+=("$work/mxfs-mnt")
   dir_of[matrixfs]="$work/mxfs-mnt"
 fi
 if want matrixfs-pt; then
   mkdir -p "$work/mxfs-pt-data" "$work/mxfs-pt-mnt"
-  "$bin/matrixfs" "$work/mxfs-pt-data" "$work/mxfs-pt-mnt" -o format,pool="$shm/pool-pt",passthrough
+  "$bin/matrixfs" "$work/mxfs-pt-data" "$work/mxfs-pt-mnt" -o format,pool="$shm/pool-pt",passthrough$extra_opts
   mounts+=("$work/mxfs-pt-mnt")
   dir_of[matrixfs-pt]="$work/mxfs-pt-mnt"
 fi
@@ -178,6 +181,7 @@ rows="fsmark_nosync fsmark_fsync stat_existing stat_missing readdir fio_4k_randr
 units="files/s files/s ops/s ops/s entries/s MiB/s MiB/s MiB/s MiB/s"
 echo
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, kernel $(uname -r); fio $( [ $direct -eq 1 ] && echo O_DIRECT || echo buffered+end_fsync, caches dropped before reads)"
+[ -n "$extra_opts" ] && echo "MatrixFS mount options: ...${extra_opts}"
 echo "workload: fs_mark -s 4096 -n $files -t 1; stat $statn names x5; readdir $readdirn entries; fio $fio_size file, ${fio_runtime}s per run"
 printf '%-18s %-9s' workload unit
 for t in "${targets[@]}"; do printf ' %12s' "$t"; done
