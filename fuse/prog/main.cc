@@ -395,7 +395,7 @@ int Serve(const Args& a, int report_fd) {
   fuse_loop_config* lc = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(lc, 1);
   fuse_loop_cfg_set_max_threads(lc, 16);
-  fuse_loop_cfg_set_idle_threads(lc, 16);
+  fuse_loop_cfg_set_idle_threads(lc, 4);
   int rc = fuse_session_loop_mt(se, lc);
   fuse_loop_cfg_destroy(lc);
   // The rings hold the /dev/fuse file: close them before unmounting.
