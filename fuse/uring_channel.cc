@@ -220,6 +220,8 @@ struct UringChannel::Shared {
   Options options;
   std::atomic<bool> stop{false};
   std::atomic<bool> logged_fallback{false};
+  std::atomic<int> ready{0};   // threads that created their ring
+  std::atomic<int> failed{0};  // threads that could not
 };
 
 namespace {
@@ -299,12 +301,59 @@ ssize_t TakeCurrentReply(void* ctx, const struct iovec* iov, int count) {
   return TakeReply(t->current, iov, count);
 }
 
+// A REGISTER the kernel must refuse (a payload buffer of 0 bytes): a
+// refused registration clears fc->io_uring, so requests stop waiting for the
+// ring to be complete and go through /dev/fuse (or to the queues' entries
+// if other threads completed the ring). For a thread that cannot register
+// its entries after INIT granted the ring.
+void RefuseRing(io_uring* r, int fd, uint16_t qid) {
+  io_uring_sqe* sqe = io_uring_get_sqe(r);
+  if (sqe == nullptr) return;
+  static char header[sizeof(RingReqHeader)];
+  struct iovec iov[2] = {{header, sizeof(header)}, {header, 0}};
+  std::memset(sqe, 0, 2 * sizeof(io_uring_sqe));
+  io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, iov, 2, 0);
+  sqe->cmd_op = kCmdRegister;
+  RingCmdReq req;
+  std::memset(&req, 0, sizeof(req));
+  req.qid = qid;
+  std::memcpy(sqe->cmd, &req, sizeof(req));
+  io_uring_cqe* cqe = nullptr;
+  if (io_uring_submit_and_wait(r, 1) >= 0 && io_uring_peek_cqe(r, &cqe) == 0 && cqe != nullptr) {
+    MXFS_LOG_WARN("io_uring: the kernel refused the empty entry (%s), so it no longer waits for this thread's "
+                  "entries: requests go to the entries other threads registered, else through /dev/fuse",
+                  std::strerror(-cqe->res));
+    io_uring_cqe_seen(r, cqe);
+  }
+}
+
 // user_data of a command: the entry's index and the command.
 uint64_t Tag(size_t index, uint32_t op) { return (uint64_t{index} << 8) | op; }
 
 void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
   const std::string name = "mxfs-uring" + std::to_string(index);
   SetThreadName(name.c_str());
+  if (sh->options.pin) {
+    const int cpu = index % sh->queues;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+      MXFS_LOG_WARN("io_uring thread %d: pinning to CPU %d: %s (runs unpinned)", index, cpu, std::strerror(errno));
+    }
+  }
+  Ring ring;
+  io_uring* r = ring.get();
+  unsigned sq = 4;
+  while (sq < 2u * static_cast<unsigned>(sh->queues)) sq *= 2;
+  if (Status s = ring.Init(sq, sh->options.defer_taskrun); !s.ok()) {
+    // Before INIT: Start sees it and the INIT reply does not ask for the
+    // ring (a granted ring without entries would hold every request).
+    MXFS_LOG_ERROR("io_uring thread %d: %s", index, s.ToString().c_str());
+    sh->failed.fetch_add(1);
+    return;
+  }
+  sh->ready.fetch_add(1);
   // Wait for the INIT reply: registering before it fails with EAGAIN, and
   // whether the ring is granted is only known then.
   while (!KernelChannel::InitReplied()) {
@@ -320,23 +369,6 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
     }
     return;
   }
-  if (sh->options.pin) {
-    const int cpu = index % sh->queues;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-      MXFS_LOG_WARN("io_uring thread %d: pinning to CPU %d: %s (runs unpinned)", index, cpu, std::strerror(errno));
-    }
-  }
-  Ring ring;
-  unsigned sq = 4;
-  while (sq < 2u * static_cast<unsigned>(sh->queues)) sq *= 2;
-  if (Status s = ring.Init(sq, sh->options.defer_taskrun); !s.ok()) {
-    MXFS_LOG_ERROR("io_uring thread %d: %s; its entries are not registered", index, s.ToString().c_str());
-    return;
-  }
-  io_uring* r = ring.get();
   ThreadEntries te;
   const size_t payload = KernelChannel::InitMaxPayload() != 0 ? KernelChannel::InitMaxPayload() : size_t{1} << 20;
   for (int q = 0; q < sh->queues; ++q) {
@@ -345,7 +377,9 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
     e->payload_size = payload;
     e->buffer.reset(static_cast<char*>(std::aligned_alloc(4096, kScratch + payload)));
     if (!e->buffer) {
-      MXFS_LOG_ERROR("io_uring thread %d: cannot allocate %zu bytes for an entry", index, kScratch + payload);
+      MXFS_LOG_ERROR("io_uring thread %d: cannot allocate %zu bytes for an entry; turning io_uring off for this "
+                     "mount", index, kScratch + payload);
+      RefuseRing(r, sh->fd, static_cast<uint16_t>(q));
       return;
     }
     std::memset(&e->header, 0, sizeof(e->header));
@@ -496,6 +530,16 @@ Result<std::unique_ptr<UringChannel>> UringChannel::Start(fuse_session* se, cons
   if (sh->options.threads < 0) return Err(Status::InvalidArgument("UringChannel: threads < 0"));
   auto ch = std::make_unique<UringChannel>(sh);
   for (int i = 0; i < sh->options.threads; ++i) ch->threads_.emplace_back(RunRingThread, sh, i);
+  // Every thread must have its ring before INIT may grant FUSE over
+  // io_uring: a granted ring without entries would hold every request.
+  while (sh->ready.load() + sh->failed.load() < sh->options.threads) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (int failed = sh->failed.load(); failed > 0) {
+    ch->Stop();
+    return Err(Status::IOError(std::to_string(failed) + " of " + std::to_string(sh->options.threads) +
+                               " ring threads could not create an io_uring with IORING_SETUP_SQE128 (see the log)"));
+  }
   MXFS_LOG_INFO("-o uring: %d thread(s), each with an entry on each of %d queue(s)%s; waiting for INIT",
                 sh->options.threads, sh->queues, sh->options.pin ? " (pinned)" : "");
   return ch;

@@ -24,7 +24,9 @@
 // reply, creates its ring (IORING_SETUP_SQE128: the command needs the
 // 80-byte command area; SINGLE_ISSUER and DEFER_TASKRUN), and registers its
 // entries with IORING_OP_URING_CMD / FUSE_IO_URING_CMD_REGISTER on the
-// session fd. An entry is two buffers: a 288-byte header (struct fuse_uring_req_header:
+// session fd. The price: a thread serves one request at a time, so a
+// request that lands on another of its entries meanwhile waits for it.
+// An entry is two buffers: a 288-byte header (fuse_uring_req_header:
 // in_out, op_in, ring_ent_in_out) and a payload of the ring's size. The
 // payload buffer sits 4 KiB into one allocation; when a request arrives
 // (the CQE of the pending command, result 0) the thread copies the
@@ -39,7 +41,10 @@
 // ring_ent_in_out.payload_sz. Then FUSE_IO_URING_CMD_COMMIT_AND_FETCH with
 // the request's commit id both answers and re-arms the entry, in the same
 // io_uring_enter as the wait for the next request: one system call per
-// request instead of a read and a writev.
+// request instead of a read and a writev. With a spin budget (spin_us, the
+// mount's -o spin_us) the thread that answered last polls its completion
+// queue that long first (one thread at a time), so that a caller issuing
+// requests back to back does not wake a sleeping thread every time.
 //
 // Teardown: on unmount or abort the kernel completes the pending commands
 // with an error (-ENOTCONN); a thread then leaves its loop. Stop (after
@@ -50,12 +55,13 @@
 //
 // If the kernel does not offer FUSE_OVER_IO_URING at INIT (module parameter
 // N, older kernel) the threads log it and exit, and every request goes
-// through /dev/fuse: the mount works, only slower. A registration the kernel
+// through /dev/fuse, as without the option. A registration the kernel
 // refuses turns io_uring off for the connection (the kernel's rule), with
 // the same result.
 //
 // Thread-safety: Start and Stop are called from one thread (main); the ring
-// threads touch only their own ring and entry; the counters are atomics.
+// threads touch only their own ring and entries; the counters and the
+// spinner flag are atomics.
 #pragma once
 
 #include <cstdint>

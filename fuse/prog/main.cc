@@ -351,7 +351,6 @@ int Serve(const Args& a, int report_fd) {
   // spares a GETXATTR round trip per write(2) (fuse/kernel_channel.h).
   // Without it the mount still works as before, so a failure only warns.
   KernelChannel::SetPassthrough(a.fuse_passthrough && !a.read_only);
-  KernelChannel::SetUring(a.uring);
   KernelChannel::SetSpinMicros(a.spin_us);
   if (Status s = KernelChannel::Install(se, !a.read_only); !s.ok()) {
     MXFS_LOG_WARN("FUSE_HANDLE_KILLPRIV_V2 not offered: %s", s.ToString().c_str());
@@ -374,11 +373,16 @@ int Serve(const Args& a, int report_fd) {
     if (pin != nullptr && *pin != '\0') uo.pin = std::strcmp(pin, "0") != 0;
     auto ch = UringChannel::Start(se, uo);
     if (!ch) {
+      std::fprintf(stderr, "matrixfs: warning: -o uring: %s; serving through /dev/fuse\n",
+                   ch.error().ToString().c_str());
       MXFS_LOG_WARN("-o uring: %s; serving through /dev/fuse", ch.error().ToString().c_str());
     } else {
       uring = std::move(*ch);
     }
   }
+  // The INIT reply asks for the ring only when its threads stand ready
+  // (libfuse's loop, which answers INIT, has not started yet).
+  KernelChannel::SetUring(uring != nullptr);
   MXFS_LOG_INFO("mounted %s on %s (uuid %s)", a.datadir.c_str(), a.mountpoint.c_str(),
                 (*fs)->superblock().UuidString().c_str());
   Report(report_fd, "OK");
