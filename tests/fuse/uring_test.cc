@@ -24,6 +24,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/unique_fd.h"
+#include "fuse/kernel_channel.h"
+#include "fuse/uring_channel.h"
+#include "tests/fuse/fuse_wire.h"
 #include "tests/fuse/mount_fixture.h"
 
 namespace {
@@ -118,6 +122,34 @@ bool DirectRoundTrip(const std::string& path, size_t n, uint32_t seed) {
   ok = ok && pread(fd, buf.get(), n, 0) == static_cast<ssize_t>(n);
   close(fd);
   return ok && std::memcmp(buf.get(), data.data(), n) == 0;
+}
+
+// Writes an INIT reply (max_write, max_pages) for unique through
+// KernelChannel::WriteReply into a pipe and returns what came out.
+std::string InitReplyThrough(uint64_t unique, uint32_t max_write, uint16_t max_pages) {
+  int p[2];
+  REQUIRE(pipe(p) == 0);
+  mxfs::UniqueFd r(p[0]), w(p[1]);
+  fuse_init_out out;
+  std::memset(&out, 0, sizeof(out));
+  out.major = FUSE_KERNEL_VERSION;
+  out.flags = FUSE_ASYNC_READ;
+  out.max_write = max_write;
+  out.max_pages = max_pages;
+  fuse_out_header oh = {.len = static_cast<uint32_t>(sizeof(oh) + sizeof(out)), .error = 0, .unique = unique};
+  struct iovec iov[2] = {{&oh, sizeof(oh)}, {&out, sizeof(out)}};
+  ssize_t n = mxfs::KernelChannel::WriteReply(w.get(), iov, 2);
+  REQUIRE(n == static_cast<ssize_t>(sizeof(oh) + sizeof(out)));
+  std::string got(static_cast<size_t>(n), '\0');
+  REQUIRE(read(r.get(), got.data(), got.size()) == n);
+  return got;
+}
+
+template <typename T>
+T ReplyField(const std::string& reply, size_t off) {
+  T v;
+  std::memcpy(&v, reply.data() + sizeof(fuse_out_header) + off, sizeof(v));
+  return v;
 }
 
 #define SKIP_WITHOUT_URING(guard)                                                         \
@@ -331,4 +363,106 @@ TEST_CASE("Uring: without the module parameter -o uring says so and serves throu
   CHECK(log.find("enable_uring is N") != std::string::npos);
   CHECK(log.find("did not offer FUSE_OVER_IO_URING") != std::string::npos);
   CHECK(m.Stop() == 0);
+}
+
+TEST_CASE("Uring: the INIT reply grants FUSE_OVER_IO_URING only if asked and offered, and sizes the payload",
+          "[fuse][uring]") {
+  using mxfs::KernelChannel;
+  constexpr uint32_t kUringFlags2 = 1u << 9;  // FUSE_OVER_IO_URING >> 32
+  fuse_init_in in;
+  std::memset(&in, 0, sizeof(in));
+  in.major = FUSE_KERNEL_VERSION;
+  in.minor = FUSE_KERNEL_MINOR_VERSION;
+  in.flags = FUSE_INIT_EXT;
+  in.flags2 = kUringFlags2;
+
+  // Offered but not asked for: unchanged.
+  KernelChannel::SetUring(false);
+  std::string req = mxfs::testing::FuseRequest(FUSE_INIT, 300, in);
+  KernelChannel::ObserveRequest(req.data(), req.size());
+  std::string plain = InitReplyThrough(300, 1u << 20, 256);
+  CHECK(ReplyField<uint32_t>(plain, offsetof(fuse_init_out, flags2)) == 0);
+  CHECK(ReplyField<uint32_t>(plain, offsetof(fuse_init_out, flags)) == FUSE_ASYNC_READ);
+  CHECK(KernelChannel::InitReplied());
+  // max(8192, max_write, max_pages * 4096).
+  CHECK(KernelChannel::InitMaxPayload() == (1u << 20));
+
+  // Asked for, not offered (enable_uring N): unchanged.
+  KernelChannel::SetUring(true);
+  fuse_init_in old = in;
+  old.flags2 = 0;
+  req = mxfs::testing::FuseRequest(FUSE_INIT, 301, old);
+  KernelChannel::ObserveRequest(req.data(), req.size());
+  std::string unoffered = InitReplyThrough(301, 128u << 10, 64);
+  CHECK(ReplyField<uint32_t>(unoffered, offsetof(fuse_init_out, flags2)) == 0);
+  CHECK_FALSE(KernelChannel::UringGranted());
+  CHECK(KernelChannel::InitMaxPayload() == (256u << 10));  // max_pages * 4096 > max_write
+
+  // Both: granted, with FUSE_INIT_EXT, in the reply to that INIT only.
+  req = mxfs::testing::FuseRequest(FUSE_INIT, 302, in);
+  KernelChannel::ObserveRequest(req.data(), req.size());
+  std::string granted = InitReplyThrough(302, 4096, 1);
+  CHECK(ReplyField<uint32_t>(granted, offsetof(fuse_init_out, flags2)) == kUringFlags2);
+  CHECK(ReplyField<uint32_t>(granted, offsetof(fuse_init_out, flags)) == (FUSE_INIT_EXT | FUSE_ASYNC_READ));
+  CHECK(KernelChannel::UringGranted());
+  CHECK(KernelChannel::InitMaxPayload() == 8192);  // FUSE_MIN_READ_BUFFER
+  KernelChannel::SetUring(false);
+}
+
+namespace {
+struct SinkLog {
+  uint64_t take_unique = 0;
+  std::string taken;
+};
+ssize_t TestSink(void* ctx, const struct iovec* iov, int count) {
+  auto* log = static_cast<SinkLog*>(ctx);
+  fuse_out_header oh;
+  std::memcpy(&oh, iov[0].iov_base, sizeof(oh));
+  if (oh.unique != log->take_unique) return mxfs::KernelChannel::kNotMine;
+  ssize_t n = 0;
+  for (int i = 0; i < count; ++i) {
+    log->taken.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+    n += static_cast<ssize_t>(iov[i].iov_len);
+  }
+  return n;
+}
+}  // namespace
+
+TEST_CASE("Uring: a thread's reply sink takes its replies; the rest, and other threads' replies, go to the fd",
+          "[fuse][uring]") {
+  using mxfs::KernelChannel;
+  int p[2];
+  REQUIRE(pipe(p) == 0);
+  mxfs::UniqueFd r(p[0]), w(p[1]);
+  SinkLog log;
+  log.take_unique = 77;
+  KernelChannel::SetThreadReplySink(TestSink, &log);
+  auto reply = [&](uint64_t unique, const std::string& body) {
+    fuse_out_header oh = {.len = static_cast<uint32_t>(sizeof(oh) + body.size()), .error = 0, .unique = unique};
+    struct iovec iov[2] = {{&oh, sizeof(oh)}, {const_cast<char*>(body.data()), body.size()}};
+    return KernelChannel::WriteReply(w.get(), iov, 2);
+  };
+  CHECK(reply(77, "ring") == static_cast<ssize_t>(sizeof(fuse_out_header) + 4));
+  CHECK(log.taken.size() == sizeof(fuse_out_header) + 4);
+  CHECK(log.taken.substr(sizeof(fuse_out_header)) == "ring");
+  CHECK(reply(78, "pipe") == static_cast<ssize_t>(sizeof(fuse_out_header) + 4));
+  ssize_t other = 0;
+  std::thread t([&] { other = reply(77, "thread"); });  // no sink on that thread
+  t.join();
+  CHECK(other == static_cast<ssize_t>(sizeof(fuse_out_header) + 6));
+  KernelChannel::SetThreadReplySink(nullptr, nullptr);
+  CHECK(reply(77, "after") == static_cast<ssize_t>(sizeof(fuse_out_header) + 5));
+  std::string got(3 * sizeof(fuse_out_header) + 4 + 6 + 5, '\0');
+  REQUIRE(read(r.get(), got.data(), got.size()) == static_cast<ssize_t>(got.size()));
+  CHECK(got.substr(sizeof(fuse_out_header), 4) == "pipe");
+  CHECK(got.substr(2 * sizeof(fuse_out_header) + 4, 6) == "thread");
+  CHECK(got.substr(3 * sizeof(fuse_out_header) + 10, 5) == "after");
+  CHECK(log.taken.size() == sizeof(fuse_out_header) + 4);  // nothing more went to the sink
+}
+
+TEST_CASE("Uring: the queue count is the number of possible CPUs", "[fuse][uring]") {
+  auto n = mxfs::UringChannel::PossibleCpus();
+  REQUIRE(n.has_value());
+  CHECK(*n == PossibleCpus());
+  CHECK(*n >= 1);
 }
