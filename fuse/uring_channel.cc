@@ -371,7 +371,10 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
   }
   ThreadEntries te;
   const size_t payload = KernelChannel::InitMaxPayload() != 0 ? KernelChannel::InitMaxPayload() : size_t{1} << 20;
+  // One entry, on queue index % queues (Options::all_queues: one on every
+  // queue).
   for (int q = 0; q < sh->queues; ++q) {
+    if (!sh->options.all_queues && q != index % sh->queues) continue;
     auto e = std::make_unique<Entry>();
     e->qid = static_cast<uint16_t>(q);
     e->payload_size = payload;
@@ -393,7 +396,10 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
   bool pending = false;
   for (size_t i = 0; i < te.entries.size(); ++i) {
     if (PrepCommand(r, sh->fd, te.entries[i].get(), kCmdRegister, 0, Tag(i, kCmdRegister))) {
+      // Counted from now on: a refusal comes back as a completion at once
+      // and takes it back off.
       te.entries[i]->state = Entry::State::kRegistering;
+      g_registered.fetch_add(1);
       ++live;
       pending = true;
     }
@@ -422,16 +428,6 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
         MXFS_LOG_ERROR("io_uring thread %d: waiting for a request: %s; the thread stops", index, std::strerror(-rc));
         break;
       }
-      if (rc == -ETIME) {
-        // A whole wait without a completion: the kernel kept the REGISTERs
-        // (it answers a refusal at once).
-        for (auto& e : te.entries) {
-          if (e->state == Entry::State::kRegistering) {
-            e->state = Entry::State::kArmed;
-            g_registered.fetch_add(1);
-          }
-        }
-      }
       continue;
     }
     const int res = cqe->res;
@@ -446,6 +442,7 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       pending = PrepCommand(r, sh->fd, e, kCmdRegister, 0, Tag(i, kCmdRegister));
       if (!pending) {
+        g_registered.fetch_sub(1);
         e->state = Entry::State::kDead;
         --live;
       }
@@ -459,12 +456,11 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
                        op == kCmdRegister ? "FUSE_IO_URING_CMD_REGISTER" : "FUSE_IO_URING_CMD_COMMIT_AND_FETCH",
                        sizeof(e->header), e->payload_size, std::strerror(-res));
       }
-      if (e->state == Entry::State::kArmed) g_registered.fetch_sub(1);
+      if (e->state != Entry::State::kDead) g_registered.fetch_sub(1);
       e->state = Entry::State::kDead;
       --live;
       continue;
     }
-    if (e->state == Entry::State::kRegistering) g_registered.fetch_add(1);
     e->state = Entry::State::kArmed;
     te.current = e;
     const uint64_t commit_id = Serve(sh->se, e);
@@ -482,7 +478,7 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
   if (pending) io_uring_submit(r);  // answers prepared before stop still go out
   KernelChannel::SetThreadReplySink(nullptr, nullptr);
   for (auto& e : te.entries) {
-    if (e->state == Entry::State::kArmed) g_registered.fetch_sub(1);
+    if (e->state == Entry::State::kRegistering || e->state == Entry::State::kArmed) g_registered.fetch_sub(1);
   }
 }
 
@@ -526,22 +522,23 @@ Result<std::unique_ptr<UringChannel>> UringChannel::Start(fuse_session* se, cons
   sh->queues = *queues;
   sh->options = options;
   if (sh->fd < 0) return Err(Status::InvalidArgument("UringChannel: the FUSE session has no fd (not mounted yet?)"));
-  if (sh->options.threads == 0) sh->options.threads = sh->queues;
-  if (sh->options.threads < 0) return Err(Status::InvalidArgument("UringChannel: threads < 0"));
+  if (sh->options.threads < 1) return Err(Status::InvalidArgument("UringChannel: threads < 1"));
   auto ch = std::make_unique<UringChannel>(sh);
-  for (int i = 0; i < sh->options.threads; ++i) ch->threads_.emplace_back(RunRingThread, sh, i);
+  const int threads = sh->options.all_queues ? sh->options.threads : sh->options.threads * sh->queues;
+  for (int i = 0; i < threads; ++i) ch->threads_.emplace_back(RunRingThread, sh, i);
   // Every thread must have its ring before INIT may grant FUSE over
   // io_uring: a granted ring without entries would hold every request.
-  while (sh->ready.load() + sh->failed.load() < sh->options.threads) {
+  while (sh->ready.load() + sh->failed.load() < threads) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (int failed = sh->failed.load(); failed > 0) {
     ch->Stop();
-    return Err(Status::IOError(std::to_string(failed) + " of " + std::to_string(sh->options.threads) +
+    return Err(Status::IOError(std::to_string(failed) + " of " + std::to_string(threads) +
                                " ring threads could not create an io_uring with IORING_SETUP_SQE128 (see the log)"));
   }
-  MXFS_LOG_INFO("-o uring: %d thread(s), each with an entry on each of %d queue(s)%s; waiting for INIT",
-                sh->options.threads, sh->queues, sh->options.pin ? " (pinned)" : "");
+  MXFS_LOG_INFO("-o uring: %d thread(s) with %s of %d queue(s)%s; waiting for INIT", threads,
+                sh->options.all_queues ? "an entry on each" : "one entry on one", sh->queues,
+                sh->options.pin ? " (pinned)" : "");
   return ch;
 }
 

@@ -13,14 +13,25 @@
 // still come through /dev/fuse, so libfuse's session loop keeps running
 // beside the ring threads (it also serves the requests before INIT).
 //
-// Threads and entries: Start creates Options::threads threads (default one
-// per queue), each with its own io_uring and one entry on EVERY queue, so
-// any thread can serve a request from any CPU: the kernel gives a request
-// to the most recently re-armed entry of its CPU's queue, which is the
-// thread that answered last and is most likely awake. (One thread per queue,
-// pinned to the queue's CPU, measured slower here: a caller and the thread
-// that serves it then share one CPU and every request is two context
-// switches; pinning is left as an option.) A thread waits for the INIT
+// Threads and entries: Start creates Options::threads threads per queue
+// (default 4), each with its own io_uring and ONE entry on its queue. A
+// thread serves one request at a time, and an entry being served is not
+// available to the kernel, so a request that blocks (a writer stalled on a
+// full container, an fsync) holds one entry and the next request goes to
+// another: with threads per queue, up to that many requests of one CPU can
+// block before the next waits (libfuse's /dev/fuse loop grows to 16
+// workers). The kernel gives a request to the most recently re-armed entry
+// of its CPU's queue: the thread that answered last there, which is awake
+// and polling (see below) if the caller stayed on that CPU.
+// Options::all_queues gives each thread an entry on EVERY queue instead, so
+// that the polling thread catches the next request wherever the caller
+// runs; measured on 2 CPUs with one thread that was fastest for a single
+// caller's creates, but a thread busy with one request leaves its other
+// entries armed, and a request the kernel puts there waits behind it (a
+// stat behind a writer stalled on a full container: a hang until the stall
+// ends), so it is off. Pinning threads to their queue's CPU measured slower
+// (caller and server share one CPU, two context switches per request) and
+// is left for measurement. A thread waits for the INIT
 // reply, creates its ring (IORING_SETUP_SQE128: the command needs the
 // 80-byte command area; SINGLE_ISSUER and DEFER_TASKRUN), and registers its
 // entries with IORING_OP_URING_CMD / FUSE_IO_URING_CMD_REGISTER on the
@@ -78,7 +89,8 @@ namespace mxfs {
 class UringChannel {
  public:
   struct Options {
-    int threads = 0;            // ring threads, each with an entry per queue (0: one per queue)
+    int threads = 4;            // ring threads per queue, one entry each (all_queues: threads in all)
+    bool all_queues = false;    // each thread has an entry on every queue (see above: head-of-line)
     bool pin = false;           // pin thread i to CPU i % queues (measured slower, see above)
     uint32_t spin_us = 0;       // after a reply, poll this long for the next request (one thread at a time)
     bool defer_taskrun = true;  // IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN (else a plain ring)
@@ -99,7 +111,8 @@ class UringChannel {
 
   // Requests served through the ring since the process started.
   static uint64_t RequestsServed();
-  // Entries the kernel accepted (registered and not failed) right now.
+  // Entries registered with the kernel right now (counted from their
+  // submission; a refusal or the end of the connection takes them off).
   static int EntriesRegistered();
 
   // The number of kernel queues: the possible CPUs

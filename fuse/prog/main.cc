@@ -8,8 +8,8 @@
 // passthrough (the kernel reads and writes large files' objects itself; no
 // writeback cache), uring (serve requests through FUSE over io_uring, Linux
 // 6.14+, fuse/uring_channel.h; falls back to /dev/fuse with a warning when
-// the kernel does not offer it), uring_threads=N (ring threads, each with
-// an entry on every CPU queue; default one per possible CPU), allow_other,
+// the kernel does not offer it), uring_threads=N (ring threads per CPU
+// queue, one entry each; default 4), allow_other,
 // default_permissions (always on), ro, debug; allow_other is implied when
 // root mounts (as for a kernel filesystem); the kernel's generic mount
 // options (nosuid, nodev, noexec, noatime, ...) pass through; fstab-only
@@ -73,7 +73,7 @@ struct Args {
   double container_share = 0.0;  // -o container_share=F (0: the superblock's)
   bool fuse_passthrough = false;  // -o passthrough (FUSE passthrough for large files)
   bool uring = false;             // -o uring (FUSE over io_uring)
-  int uring_threads = 0;          // -o uring_threads=N (0: one per CPU queue)
+  int uring_threads = 4;          // -o uring_threads=N (per CPU queue)
   uint32_t spin_us = kDefaultSpinUs;  // -o spin_us=N (KernelChannel::SetSpinMicros)
   Superblock sb = Superblock::New();
   std::vector<std::string> passthrough;  // kernel/libfuse mount options
@@ -101,7 +101,7 @@ struct Args {
                "                     before it sleeps (0-10000, default 50; 0: off)\n"
                "  -o uring           serve requests through FUSE over io_uring (Linux 6.14+, needs\n"
                "                     /sys/module/fuse/parameters/enable_uring = Y; else /dev/fuse)\n"
-               "  -o uring_threads=N ring threads with -o uring (default: one per possible CPU)\n"
+               "  -o uring_threads=N ring threads per CPU queue with -o uring (default 4)\n"
                "  -o allow_other     let other users access the mount (implied for root)\n"
                "  -o ro              mount read-only\n");
   std::exit(msg ? 2 : 0);
@@ -368,9 +368,13 @@ int Serve(const Args& a, int report_fd) {
     UringChannel::Options uo;
     uo.threads = a.uring_threads;
     uo.spin_us = a.spin_us;  // the same budget as the /dev/fuse workers'
-    // Measurement only: MXFS_URING_PIN=1 pins ring thread i to CPU i.
+    // Measurement only: MXFS_URING_PIN=1 pins ring threads to their
+    // queue's CPU; MXFS_URING_ALL_QUEUES=1 gives each thread an entry on
+    // every queue (uring_threads is then the total; see uring_channel.h).
     const char* pin = std::getenv("MXFS_URING_PIN");
     if (pin != nullptr && *pin != '\0') uo.pin = std::strcmp(pin, "0") != 0;
+    const char* all = std::getenv("MXFS_URING_ALL_QUEUES");
+    if (all != nullptr && *all != '\0') uo.all_queues = std::strcmp(all, "0") != 0;
     auto ch = UringChannel::Start(se, uo);
     if (!ch) {
       std::fprintf(stderr, "matrixfs: warning: -o uring: %s; serving through /dev/fuse\n",
