@@ -252,14 +252,16 @@ class MountFixture {
   pid_t pid_ = -1;
 };
 
-// The "requests a=1 b=2 ..." line of .matrixfs/stats (the kernel's
-// requests by type) as a map.
-inline std::map<std::string, uint64_t> Requests(const MountFixture& m) {
+// The "NAME a=1 b=2 ..." line of .matrixfs/stats as a map (empty when the
+// line is missing).
+inline std::map<std::string, uint64_t> StatsLine(const MountFixture& m, const std::string& name) {
   std::string stats = ReadAll(m.P(".matrixfs/stats"));
   std::map<std::string, uint64_t> out;
-  size_t p = stats.find("\nrequests ");
+  const std::string tag = "\n" + name + " ";
+  size_t p = stats.find(tag);
   if (p == std::string::npos) return out;
-  std::istringstream line(stats.substr(p + 10, stats.find('\n', p + 1) - p - 10));
+  const size_t from = p + tag.size();
+  std::istringstream line(stats.substr(from, stats.find('\n', from) - from));
   std::string kv;
   while (line >> kv) {
     size_t eq = kv.find('=');
@@ -267,6 +269,9 @@ inline std::map<std::string, uint64_t> Requests(const MountFixture& m) {
   }
   return out;
 }
+
+// The "requests a=1 b=2 ..." line: the kernel's requests by type.
+inline std::map<std::string, uint64_t> Requests(const MountFixture& m) { return StatsLine(m, "requests"); }
 
 // In a forked child: drop to uid/gid (no supplementary groups), run fn, exit
 // with its result. fn returns 0 on success or a line number identifying the

@@ -63,19 +63,7 @@ class EnableUring {
 };
 
 // The "transport uring=N devfuse=M uring_entries=K" line as a map.
-std::map<std::string, uint64_t> Transport(const MountFixture& m) {
-  std::string stats = ReadAll(m.P(".matrixfs/stats"));
-  std::map<std::string, uint64_t> out;
-  size_t p = stats.find("\ntransport ");
-  if (p == std::string::npos) return out;
-  std::istringstream line(stats.substr(p + 11, stats.find('\n', p + 1) - p - 11));
-  std::string kv;
-  while (line >> kv) {
-    size_t eq = kv.find('=');
-    if (eq != std::string::npos) out[kv.substr(0, eq)] = std::stoull(kv.substr(eq + 1));
-  }
-  return out;
-}
+std::map<std::string, uint64_t> Transport(const MountFixture& m) { return mxfs_test::StatsLine(m, "transport"); }
 
 int PossibleCpus() {
   std::string s = ReadAll("/sys/devices/system/cpu/possible");
