@@ -271,7 +271,7 @@ TEST_CASE("Faults: a full container makes writers wait until column compaction f
   PoolPath pool;
   FaultMount f("pool=" + pool.path + ",pool_size=16M,inline_limit=65536");
   // Column compaction writes its L1 tables slowly: flushes outrun it.
-  REQUIRE(f.Arm("write:delay:ms=1:path=.sst") == 0);
+  REQUIRE(f.Arm("write:delay:ms=5:path=.sst") == 0);
   constexpr int kFiles = 450;  // 13.5 MB of inline data, more than the container holds
   for (int i = 0; i < kFiles; i++) {
     REQUIRE(WriteAll(f.P("f" + std::to_string(i)), Pattern(30000, static_cast<char>('a' + i % 20))));
