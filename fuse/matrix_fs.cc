@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
@@ -105,9 +106,12 @@ WriteOptions SyncWrite() {
 
 thread_local bool tls_named = false;
 
+// Names a libfuse worker "mxfs-fuse" at its first request; threads that
+// already carry a daemon name (the mxfs-uringN ring threads) keep it.
 void NameThread() {
   if (!tls_named) {
-    SetThreadName("mxfs-fuse");
+    char current[16] = {};
+    if (prctl(PR_GET_NAME, current) != 0 || std::strncmp(current, "mxfs-", 5) != 0) SetThreadName("mxfs-fuse");
     tls_named = true;
   }
 }

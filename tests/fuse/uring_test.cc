@@ -253,6 +253,17 @@ TEST_CASE("Uring: a mixed workload runs through the ring and reads back", "[fuse
   CHECK(t["uring_entries"] == 4u * static_cast<uint64_t>(PossibleCpus()));
   CHECK(t["uring"] > static_cast<uint64_t>(kEntries));  // the creates alone
   CHECK(m.Log().find("io_uring queue") == std::string::npos);  // no ring errors logged
+  // The ring threads keep their own names after serving requests (the
+  // callbacks name only libfuse's workers "mxfs-fuse").
+  int ring_threads = 0;
+  const std::string tasks = "/proc/" + std::to_string(m.pid()) + "/task";
+  if (DIR* d = opendir(tasks.c_str())) {
+    while (struct dirent* de = readdir(d)) {
+      if (de->d_name[0] != '.' && ReadAll(tasks + "/" + de->d_name + "/comm").rfind("mxfs-uring", 0) == 0) ring_threads++;
+    }
+    closedir(d);
+  }
+  CHECK(ring_threads == 4 * PossibleCpus());
 
   // Everything is still there after a clean unmount and a new mount.
   CHECK(m.Stop() == 0);
