@@ -135,8 +135,8 @@ void Inspect(const char* buf, size_t n) {
   }
 }
 
-// Spin-polling before a blocking read (SetSpinMicros). One worker at a time
-// spins, so an idle mount costs at most one budget per request it served.
+// Spin-polling (SetSpinMicros, SpinPoll): one thread of the process spins
+// at a time, so an idle mount costs at most one budget per request served.
 std::atomic<uint32_t> spin_us{0};
 std::atomic<bool> spinner_busy{false};
 
@@ -155,21 +155,17 @@ inline void CpuRelax() {
 }
 
 // Waits up to the spin budget for a request to be pending on fd, polling
-// with a zero timeout (no wait-queue registration, no sleep). Returns at
-// once when another worker is already spinning or spinning is off. The
-// caller reads (blocking) afterwards either way: if another worker takes
-// the request first, that read simply sleeps as it would have.
+// with a zero timeout (no wait-queue registration, no sleep). The caller
+// reads (blocking) afterwards either way: if another worker takes the
+// request first, that read simply sleeps as it would have.
 void SpinUntilReadable(int fd) {
-  const uint32_t budget = spin_us.load(std::memory_order_relaxed);
-  if (budget == 0) return;
-  bool expected = false;
-  if (!spinner_busy.compare_exchange_strong(expected, true, std::memory_order_acquire)) return;
-  const uint64_t deadline = MonotonicUs() + budget;
-  struct pollfd p = {fd, POLLIN, 0};
-  while (::poll(&p, 1, 0) == 0 && MonotonicUs() < deadline) {
-    CpuRelax();
-  }
-  spinner_busy.store(false, std::memory_order_release);
+  KernelChannel::SpinPoll(
+      spin_us.load(std::memory_order_relaxed),
+      [](void* ctx) {
+        struct pollfd p = {*static_cast<int*>(ctx), POLLIN, 0};
+        return ::poll(&p, 1, 0) != 0;
+      },
+      &fd);
 }
 
 ssize_t ChannelRead(int fd, void* buf, size_t len, void*) {
@@ -384,6 +380,21 @@ void KernelChannel::SetPassthrough(bool offer) { offer_pt.store(offer); }
 void KernelChannel::SetSpinMicros(uint32_t us) { spin_us.store(us); }
 
 uint32_t KernelChannel::SpinMicros() { return spin_us.load(); }
+
+bool KernelChannel::SpinPoll(uint32_t us, bool (*ready)(void* ctx), void* ctx) {
+  if (us == 0) return false;
+  bool expected = false;
+  if (!spinner_busy.compare_exchange_strong(expected, true, std::memory_order_acquire)) return false;
+  const uint64_t deadline = MonotonicUs() + us;
+  bool got = false;
+  do {
+    got = ready(ctx);
+    if (got) break;
+    CpuRelax();
+  } while (MonotonicUs() < deadline);
+  spinner_busy.store(false, std::memory_order_release);
+  return got;
+}
 
 bool KernelChannel::PassthroughGranted() { return pt_granted.load(); }
 

@@ -125,6 +125,12 @@ class KernelChannel {
   // an idle mount spends at most one budget per request. 0 turns it off.
   static void SetSpinMicros(uint32_t us);
   static uint32_t SpinMicros();
+  // The spin-poll both transports use (the /dev/fuse read hook and the
+  // io_uring ring threads): calls ready(ctx) until it returns true or us
+  // microseconds have passed, and returns its last answer. At most one
+  // thread of the process spins at a time; another caller, and us == 0,
+  // get false at once without ready being called.
+  static bool SpinPoll(uint32_t us, bool (*ready)(void* ctx), void* ctx);
 
   // Whether the INIT reply may grant FUSE_PASSTHROUGH (-o passthrough).
   static void SetPassthrough(bool offer);

@@ -84,28 +84,18 @@ constexpr int kStopPollMs = 100;
 
 std::atomic<uint64_t> g_served{0};
 std::atomic<int> g_registered{0};
-std::atomic<bool> g_spinner{false};  // one ring thread spins at a time
 
-uint64_t NowUs() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
-
-// Submits the prepared commit, then polls the completion queue for up to
-// us microseconds: a caller that issues requests back to back finds this
-// thread awake. Returns the completion, or nullptr when none came.
-io_uring_cqe* SubmitAndSpin(io_uring* r, bool deferred, uint32_t us) {
-  io_uring_submit(r);
+// SpinPoll's test for a ring thread: has a completion arrived?
+struct CompletionPoll {
+  io_uring* ring;
+  bool deferred;
   io_uring_cqe* cqe = nullptr;
-  const uint64_t deadline = NowUs() + us;
-  do {
-    if (deferred) io_uring_get_events(r);  // runs the kernel's deferred work
-    if (io_uring_peek_cqe(r, &cqe) == 0 && cqe != nullptr) return cqe;
-    __builtin_ia32_pause();
-  } while (NowUs() < deadline);
-  return nullptr;
-}
+  static bool Ready(void* ctx) {
+    auto* c = static_cast<CompletionPoll*>(ctx);
+    if (c->deferred) io_uring_get_events(c->ring);  // runs the kernel's deferred work
+    return io_uring_peek_cqe(c->ring, &c->cqe) == 0 && c->cqe != nullptr;
+  }
+};
 
 struct FreeDeleter {
   void operator()(char* p) const { std::free(p); }
@@ -410,10 +400,13 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
   while (live > 0 && !sh->stop.load()) {
     io_uring_cqe* cqe = nullptr;
     int rc = 0;
-    bool expected = false;
-    if (pending && served_last && sh->options.spin_us > 0 && g_spinner.compare_exchange_strong(expected, true)) {
-      cqe = SubmitAndSpin(r, ring.deferred(), sh->options.spin_us);
-      g_spinner.store(false);
+    if (pending && served_last && sh->options.spin_us > 0) {
+      // Answer, then poll for the next request for the spin budget (if no
+      // other thread of the daemon is spinning) before sleeping: a caller
+      // that issues requests back to back finds this thread awake.
+      io_uring_submit(r);
+      CompletionPoll poll{r, ring.deferred()};
+      if (KernelChannel::SpinPoll(sh->options.spin_us, &CompletionPoll::Ready, &poll)) cqe = poll.cqe;
       if (cqe == nullptr) rc = io_uring_wait_cqe_timeout(r, &cqe, &ts);
     } else {
       rc = pending ? io_uring_submit_and_wait_timeout(r, &cqe, 1, &ts, nullptr)

@@ -54,7 +54,8 @@
 // io_uring_enter as the wait for the next request: one system call per
 // request instead of a read and a writev. With a spin budget (spin_us, the
 // mount's -o spin_us) the thread that answered last polls its completion
-// queue that long first (one thread at a time), so that a caller issuing
+// queue that long first (KernelChannel::SpinPoll: one thread of the daemon
+// at a time, /dev/fuse workers included), so that a caller issuing
 // requests back to back does not wake a sleeping thread every time.
 //
 // Teardown: on unmount or abort the kernel completes the pending commands
@@ -71,8 +72,7 @@
 // the same result.
 //
 // Thread-safety: Start and Stop are called from one thread (main); the ring
-// threads touch only their own ring and entries; the counters and the
-// spinner flag are atomics.
+// threads touch only their own ring and entries; the counters are atomics.
 #pragma once
 
 #include <cstdint>
