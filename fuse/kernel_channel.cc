@@ -228,16 +228,21 @@ bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written
     flags |= FUSE_HANDLE_KILLPRIV_V2;
     flags &= ~static_cast<uint32_t>(FUSE_HANDLE_KILLPRIV);  // v1 means something else; never both
   }
+  // Sets a 64-bit INIT flag's bit in the reply's flags2 (its upper half);
+  // callers have checked that msg holds the field.
+  auto set_flags2 = [&](uint64_t flag) {
+    uint32_t flags2 = 0;
+    std::memcpy(&flags2, msg.data() + flags2_at, sizeof(flags2));
+    flags2 |= static_cast<uint32_t>(flag >> 32);
+    std::memcpy(msg.data() + flags2_at, &flags2, sizeof(flags2));
+  };
   bool pt_set = false;
   if (pt) {
     if (msg.size() < depth_at + sizeof(uint32_t)) {
       MXFS_LOG_WARN("INIT reply of %zu bytes has no max_stack_depth field (needs %zu); FUSE_PASSTHROUGH not granted",
                     msg.size(), depth_at + sizeof(uint32_t));
     } else {
-      uint32_t flags2 = 0;
-      std::memcpy(&flags2, msg.data() + flags2_at, sizeof(flags2));
-      flags2 |= static_cast<uint32_t>(kFusePassthrough >> 32);
-      std::memcpy(msg.data() + flags2_at, &flags2, sizeof(flags2));
+      set_flags2(kFusePassthrough);
       const uint32_t depth = 1;
       std::memcpy(msg.data() + depth_at, &depth, sizeof(depth));
       flags |= FUSE_INIT_EXT;
@@ -251,10 +256,7 @@ bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written
       MXFS_LOG_WARN("INIT reply of %zu bytes has no flags2 field (needs %zu); FUSE_OVER_IO_URING not granted",
                     msg.size(), flags2_at + sizeof(uint32_t));
     } else {
-      uint32_t flags2 = 0;
-      std::memcpy(&flags2, msg.data() + flags2_at, sizeof(flags2));
-      flags2 |= static_cast<uint32_t>(kFuseOverIoUring >> 32);
-      std::memcpy(msg.data() + flags2_at, &flags2, sizeof(flags2));
+      set_flags2(kFuseOverIoUring);
       flags |= FUSE_INIT_EXT;
       ur_set = true;
     }
