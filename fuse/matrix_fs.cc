@@ -62,7 +62,7 @@ const char* const kOpNames[] = {"lookup", "getattr", "setattr", "create",  "mkdi
 // The names of MatrixFs::RequestKind, in its order (the kernel's opcode names).
 const char* const kRequestNames[] = {
     "lookup", "forget", "getattr", "setattr", "readlink", "mknod", "mkdir", "unlink",
-    "rmdir", "symlink", "rename", "link", "open", "read", "write", "release", "fsync",
+    "rmdir", "symlink", "rename", "link", "open", "read", "write", "flush", "release", "fsync",
     "opendir", "readdir", "readdirplus", "releasedir", "fsyncdir", "statfs", "setxattr",
     "getxattr", "listxattr", "removexattr", "access", "create", "fallocate", "lseek", "init"};
 static_assert(sizeof(kRequestNames) / sizeof(kRequestNames[0]) == MatrixFs::kNumRequestKinds);
@@ -1786,6 +1786,17 @@ void MatrixFs::Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t siz
   fuse_reply_write(req, size);
 }
 
+// Every WRITE was committed before its reply, and the kernel sends FLUSH
+// only after the writeback of the file's dirty pages has been answered, so
+// there is nothing left to do here. FLUSH is still answered, not refused
+// with ENOSYS: its reply is the only thing that tells close(2) the daemon
+// got the data. Linux (6.13-6.18 at least, fuse_send_writepage) drops a
+// writeback WRITE it cannot queue on a broken connection without recording
+// an error, so when the daemon dies during a close, close would return 0
+// for data that never arrived; a FLUSH that fails with ENOTCONN makes it
+// return the error (RELIABILITY.md, 2026-11-23).
+void MatrixFs::Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
 void MatrixFs::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (IsVirtual(ino)) {
     DropHandle(fi->fh);
@@ -2434,6 +2445,7 @@ void OpRead(fuse_req_t req, fuse_ino_t i, size_t s, off_t o, fuse_file_info* fi)
 void OpWrite(fuse_req_t req, fuse_ino_t i, const char* b, size_t s, off_t o, fuse_file_info* fi) {
   MXFS_OP(kReqWrite, Write(req, i, b, s, o, fi));
 }
+void OpFlush(fuse_req_t req, fuse_ino_t i, fuse_file_info* fi) { MXFS_OP(kReqFlush, Flush(req, i, fi)); }
 void OpRelease(fuse_req_t req, fuse_ino_t i, fuse_file_info* fi) { MXFS_OP(kReqRelease, Release(req, i, fi)); }
 void OpFsync(fuse_req_t req, fuse_ino_t i, int d, fuse_file_info* fi) { MXFS_OP(kReqFsync, Fsync(req, i, d, fi)); }
 void OpOpenDir(fuse_req_t req, fuse_ino_t i, fuse_file_info* fi) { MXFS_OP(kReqOpenDir, OpenDir(req, i, fi)); }
@@ -2472,9 +2484,7 @@ fuse_lowlevel_ops MakeOps() {
   ops.open = OpOpen;
   ops.read = OpRead;
   ops.write = OpWrite;
-  // No flush: there is nothing to flush (every write is committed when it
-  // returns, and there are no POSIX locks to drop), so the kernel, told
-  // ENOSYS once, stops sending FLUSH: one round trip less per close.
+  ops.flush = OpFlush;
   ops.release = OpRelease;
   ops.fsync = OpFsync;
   ops.opendir = OpOpenDir;

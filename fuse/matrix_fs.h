@@ -137,7 +137,7 @@ class MatrixFs {
   enum RequestKind : int {
     kReqLookup, kReqForget, kReqGetAttr, kReqSetAttr, kReqReadlink, kReqMknod, kReqMkdir,
     kReqUnlink, kReqRmdir, kReqSymlink, kReqRename, kReqLink, kReqOpen, kReqRead, kReqWrite,
-    kReqRelease, kReqFsync, kReqOpenDir, kReqReadDir, kReqReadDirPlus, kReqReleaseDir,
+    kReqFlush, kReqRelease, kReqFsync, kReqOpenDir, kReqReadDir, kReqReadDirPlus, kReqReleaseDir,
     kReqFsyncDir, kReqStatFs, kReqSetXattr, kReqGetXattr, kReqListXattr, kReqRemoveXattr,
     kReqAccess, kReqCreate, kReqFallocate, kReqLseek, kReqInit, kNumRequestKinds
   };
@@ -168,6 +168,7 @@ class MatrixFs {
   void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi);
   void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
              fuse_file_info* fi);
+  void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi);
   void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);

@@ -1,14 +1,17 @@
 // The request path as the kernel sees it: which FUSE requests operations
 // cost (the "requests" line of .matrixfs/stats) and the connection's bdi
 // tuning (the "bdi" line).
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/fuse/mount_fixture.h"
 
@@ -86,11 +89,13 @@ TEST_CASE("Requests: -o spin_us takes 0 to 10000 microseconds and names a bad va
   usleep(300000);  // the daemon exits after the unmount
 }
 
-TEST_CASE("Requests: close sends no FLUSH and still reports no error", "[fuse][requests]") {
+TEST_CASE("Requests: close sends FLUSH, and fails when the daemon died before it had the data", "[fuse][requests]") {
   MountFixture m;
-  // The daemon has no flush op: the kernel learns that once (ENOSYS) and
-  // then closes without asking; close(2) must still succeed and the data
-  // must be there for the next open.
+  // Under the writeback cache, write(2) only fills the page cache; close
+  // writes the pages back and then sends FLUSH. Linux drops a writeback
+  // WRITE that it cannot send on a dead connection without recording an
+  // error, so the FLUSH reply is what close(2) reports.
+  auto before = Requests(m);
   for (int i = 0; i < 3; ++i) {
     int fd = open(m.P("g").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     REQUIRE(fd >= 0);
@@ -98,6 +103,30 @@ TEST_CASE("Requests: close sends no FLUSH and still reports no error", "[fuse][r
     REQUIRE(close(fd) == 0);
   }
   REQUIRE(ReadAll(m.P("g")) == "ababab");
+  CHECK(Requests(m)["flush"] - before["flush"] >= 3);
+  // Written in the tick the file was created in, so the times are clean
+  // and close has no SETATTR to send either: only the FLUSH can fail.
+  std::vector<int> fds;
+  for (int i = 0; i < 8; ++i) {
+    int fd = open(m.P("h" + std::to_string(i)).c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(pwrite(fd, std::string(3000, 'q').data(), 3000, 0) == 3000);
+    fds.push_back(fd);
+  }
+  m.Kill9();
+  for (int fd : fds) {
+    errno = 0;
+    CHECK(close(fd) == -1);
+    CHECK((errno == ENOTCONN || errno == ECONNABORTED || errno == EIO));
+  }
+  // Nothing that close did not acknowledge is claimed: the files exist
+  // (their CREATE was answered), empty.
+  m.Start();
+  for (int i = 0; i < 8; ++i) {
+    struct stat st;
+    REQUIRE(stat(m.P("h" + std::to_string(i)).c_str(), &st) == 0);
+    CHECK((st.st_size == 0 || st.st_size == 3000));
+  }
 }
 
 TEST_CASE("Requests: the mount's bdi gets 1 MiB read-ahead and no strict dirty limit", "[fuse][requests]") {
