@@ -6,6 +6,9 @@
 //                                names, ROUNDS times each
 //   fsbench readdir DIR N        create N entries (if missing), then list
 //                                the directory with getdents64 (ROUNDS=3)
+//   fsbench open    DIR N ROUNDS write N 4 KiB files (if missing), then open,
+//                                read and close each, ROUNDS times (what a
+//                                build reading its sources pays per file)
 //
 // Every result line reads "<name>: <ops> ops in <secs> s = <rate> ops/s",
 // so scripts can grep it. Errors name the file and the errno text, exit 1.
@@ -36,7 +39,8 @@ using Clock = std::chrono::steady_clock;
   std::fprintf(stderr,
                "usage: fsbench create DIR N\n"
                "       fsbench stat DIR N ROUNDS\n"
-               "       fsbench readdir DIR N\n");
+               "       fsbench readdir DIR N\n"
+               "       fsbench open DIR N ROUNDS\n");
   std::exit(2);
 }
 
@@ -92,6 +96,32 @@ void StatStorm(const std::string& dir, long n, long rounds) {
   Report("stat-missing", n * rounds, start);
 }
 
+void OpenRead(const std::string& dir, long n, long rounds) {
+  struct stat st;
+  std::string block(4096, 'r');
+  if (stat(Name(dir, n - 1).c_str(), &st) != 0) {
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) Die("mkdir " + dir);
+    for (long i = 0; i < n; i++) {
+      std::string p = Name(dir, i);
+      int fd = open(p.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0) Die("create " + p);
+      if (write(fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) Die("write " + p);
+      if (close(fd) != 0) Die("close " + p);
+    }
+  }
+  auto start = Clock::now();
+  for (long r = 0; r < rounds; r++) {
+    for (long i = 0; i < n; i++) {
+      std::string p = Name(dir, i);
+      int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) Die("open " + p);
+      if (read(fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) Die("read " + p);
+      if (close(fd) != 0) Die("close " + p);
+    }
+  }
+  Report("open-read-close", n * rounds, start);
+}
+
 void Readdir(const std::string& dir, long n) {
   struct stat st;
   if (stat(Name(dir, n - 1).c_str(), &st) != 0) CreateFiles(dir, n, false);
@@ -131,6 +161,8 @@ int main(int argc, char** argv) {
     CreateFiles(dir, n, true);
   } else if (cmd == "stat" && argc == 5) {
     StatStorm(dir, n, ParseCount(argv[4], "ROUNDS"));
+  } else if (cmd == "open" && argc == 5) {
+    OpenRead(dir, n, ParseCount(argv[4], "ROUNDS"));
   } else if (cmd == "readdir" && argc == 4) {
     Readdir(dir, n);
   } else {

@@ -8,6 +8,7 @@
 #   fs_mark 4 KiB files, no sync (-S 0) and fsync before close (-S 1)
 #   fsbench stat storm over existing and over missing names
 #   fsbench readdir of a large directory (entries listed per second)
+#   fsbench open: open, read 4 KiB and close existing files (page cache warm)
 #   fio on one file: 4k random read/write, 1M sequential read/write
 #
 # Usage: tools/bench/fs_vs_ext4.sh [--dir BASE] [--files N] [--stat N]
@@ -169,6 +170,8 @@ for t in "${targets[@]}"; do
   out=$("$bin/fsbench" stat "${dir_of[$t]}/stat" "$statn" 5)
   res[$t,stat_existing]=$(rate stat-existing <<<"$out")
   res[$t,stat_missing]=$(rate stat-missing <<<"$out")
+  out=$("$bin/fsbench" open "${dir_of[$t]}/open" "$statn" 3)
+  res[$t,open_read_close]=$(rate open-read-close <<<"$out")
   out=$("$bin/fsbench" readdir "${dir_of[$t]}/big" "$readdirn")
   res[$t,readdir]=$(rate readdir-entries <<<"$out")
   res[$t,fio_4k_randread]=$(fio_run "$t" randread 4k)
@@ -177,12 +180,12 @@ for t in "${targets[@]}"; do
   res[$t,fio_1m_write]=$(fio_run "$t" write 1M)
 done
 
-rows="fsmark_nosync fsmark_fsync stat_existing stat_missing readdir fio_4k_randread fio_4k_randwrite fio_1m_read fio_1m_write"
-units="files/s files/s ops/s ops/s entries/s MiB/s MiB/s MiB/s MiB/s"
+rows="fsmark_nosync fsmark_fsync stat_existing stat_missing open_read_close readdir fio_4k_randread fio_4k_randwrite fio_1m_read fio_1m_write"
+units="files/s files/s ops/s ops/s files/s entries/s MiB/s MiB/s MiB/s MiB/s"
 echo
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, kernel $(uname -r); fio $( [ $direct -eq 1 ] && echo O_DIRECT || echo buffered+end_fsync, caches dropped before reads)"
 [ -n "$extra_opts" ] && echo "MatrixFS mount options: ...${extra_opts}"
-echo "workload: fs_mark -s 4096 -n $files -t 1; stat $statn names x5; readdir $readdirn entries; fio $fio_size file, ${fio_runtime}s per run"
+echo "workload: fs_mark -s 4096 -n $files -t 1; stat $statn names x5; open+read+close $statn files x3; readdir $readdirn entries; fio $fio_size file, ${fio_runtime}s per run"
 printf '%-18s %-9s' workload unit
 for t in "${targets[@]}"; do printf ' %12s' "$t"; done
 want matrixfs && want ext4 && printf ' %10s' "mxfs/ext4"
