@@ -1059,6 +1059,7 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
   };
   Output out;
   bool open = false;
+  std::set<uint64_t> out_refs;  // blob files the open output table points into
   struct BlobOutput {
     BlobFileMeta meta;
     std::unique_ptr<WritableFile> file;
@@ -1079,6 +1080,9 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
     Status cs = out.file->Close();
     if (s.ok()) s = std::move(cs);
     out.meta.file_size = out.builder->FileSize();
+    out.meta.blob_refs.assign(out_refs.begin(), out_refs.end());
+    out.meta.blob_refs_known = true;
+    out_refs.clear();
     out.builder.reset();
     out.file.reset();
     open = false;
@@ -1181,16 +1185,19 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
     Slice value = input->value();
     std::string out_key;
     Slice out_ikey = key;
+    uint64_t ref = 0;  // the blob file the output entry points into (0: none)
     if (ikey.type == kTypeValue && min_blob > 0 && value.size() >= min_blob) {
       s = separate(ikey.user_key, value, &new_value);
       if (!s.ok()) break;
       AppendInternalKey(&out_key, ikey.user_key, ikey.sequence, kTypeBlobIndex);
       out_ikey = out_key;
       value = new_value;
-    } else if (ikey.type == kTypeBlobIndex && !relocate.empty()) {
+      ref = blob.meta.number;
+    } else if (ikey.type == kTypeBlobIndex) {
       BlobIndex bi;
       s = bi.DecodeFrom(value);
       if (!s.ok()) break;
+      ref = bi.file_number;
       if (relocate.contains(bi.file_number)) {
         s = blob_store_->Read(ikey.user_key, bi, &moved);
         if (s.ok()) s = separate(ikey.user_key, moved, &new_value);
@@ -1198,6 +1205,7 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
         count_garbage(ikey.user_key, bi);
         result->blob_bytes_relocated += moved.size();
         value = new_value;
+        ref = blob.meta.number;
       }
     }
     if (!open) {
@@ -1215,6 +1223,7 @@ Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, Sequ
       out.meta.smallest_seq = kMaxSequenceNumber;
       open = true;
     }
+    if (ref != 0) out_refs.insert(ref);
     out.meta.largest.DecodeFrom(out_ikey);
     out.meta.smallest_seq = std::min(out.meta.smallest_seq, ikey.sequence);
     out.meta.largest_seq = std::max(out.meta.largest_seq, ikey.sequence);

@@ -10,6 +10,9 @@ namespace mxfs {
 Status BuildTable(const DbContext* ctx, Iterator* iter, uint64_t number, FileMetaData* meta) {
   meta->number = number;
   meta->file_size = 0;
+  // A memtable holds values inline: the table points into no blob file.
+  meta->blob_refs.clear();
+  meta->blob_refs_known = true;
   iter->SeekToFirst();
   if (!iter->Valid()) return iter->status();
   const std::string path = TableFileName(ctx->dbname, number);

@@ -77,7 +77,8 @@ class Level0 {
 std::unique_ptr<Level0> NewSsdLevel0(const DbContext* ctx);
 
 // Writes iter's entries into the table file number and syncs it: *meta gets
-// its size and key range (file_size 0 and no file if iter is empty).
+// its size and key range (file_size 0 and no file if iter is empty). iter
+// holds values inline (a memtable): the table points into no blob file.
 [[nodiscard]] Status BuildTable(const DbContext* ctx, Iterator* iter, uint64_t number, FileMetaData* meta);
 
 }  // namespace mxfs

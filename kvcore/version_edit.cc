@@ -16,6 +16,7 @@ enum Tag : uint32_t {
   kLevel0State = 8,
   kNewBlobFile = 9,
   kBlobGarbage = 10,
+  kNewFileWithBlobRefs = 11,
 };
 constexpr uint32_t kMaxLevels = 64;
 
@@ -29,6 +30,21 @@ bool GetLevel(Slice* input, int* level) {
   uint32_t v;
   if (!GetVarint32(input, &v) || v >= kMaxLevels) return false;
   *level = static_cast<int>(v);
+  return true;
+}
+// The reference list of tag 11: a count, then ascending numbers as deltas.
+bool GetBlobRefs(Slice* input, std::vector<uint64_t>* refs) {
+  uint32_t count;
+  if (!GetVarint32(input, &count) || count > input->size()) return false;  // each delta takes >= 1 byte
+  refs->clear();
+  refs->reserve(count);
+  uint64_t prev = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    uint64_t delta;
+    if (!GetVarint64(input, &delta) || delta == 0 || prev + delta < prev) return false;
+    prev += delta;
+    refs->push_back(prev);
+  }
   return true;
 }
 }  // namespace
@@ -61,7 +77,7 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint64(dst, number);
   }
   for (const auto& [level, f] : new_files_) {
-    PutVarint32(dst, kNewFile);
+    PutVarint32(dst, f.blob_refs_known ? kNewFileWithBlobRefs : kNewFile);
     PutVarint32(dst, static_cast<uint32_t>(level));
     PutVarint64(dst, f.number);
     PutVarint64(dst, f.file_size);
@@ -69,6 +85,14 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutLengthPrefixedSlice(dst, f.largest.Encode());
     PutVarint64(dst, f.smallest_seq);
     PutVarint64(dst, f.largest_seq);
+    if (f.blob_refs_known) {
+      PutVarint32(dst, static_cast<uint32_t>(f.blob_refs.size()));
+      uint64_t prev = 0;
+      for (uint64_t n : f.blob_refs) {
+        PutVarint64(dst, n - prev);
+        prev = n;
+      }
+    }
   }
   for (const BlobFileMeta& b : new_blob_files_) {
     PutVarint32(dst, kNewBlobFile);
@@ -130,14 +154,17 @@ Status VersionEdit::DecodeFrom(const Slice& src) {
         if (GetLevel(&input, &level) && GetVarint64(&input, &number)) deleted_files_.insert({level, number});
         else msg = "deleted file";
         break;
-      case kNewFile: {
+      case kNewFile:
+      case kNewFileWithBlobRefs: {
         FileMetaData f;
         if (GetLevel(&input, &level) && GetVarint64(&input, &f.number) && GetVarint64(&input, &f.file_size) &&
             GetInternalKey(&input, &f.smallest) && GetInternalKey(&input, &f.largest) &&
-            GetVarint64(&input, &f.smallest_seq) && GetVarint64(&input, &f.largest_seq)) {
-          new_files_.emplace_back(level, f);
+            GetVarint64(&input, &f.smallest_seq) && GetVarint64(&input, &f.largest_seq) &&
+            (tag == kNewFile || GetBlobRefs(&input, &f.blob_refs))) {
+          f.blob_refs_known = tag == kNewFileWithBlobRefs;
+          new_files_.emplace_back(level, std::move(f));
         } else {
-          msg = "new-file entry";
+          msg = tag == kNewFile ? "new-file entry" : "new-file entry with blob references";
         }
         break;
       }
@@ -197,6 +224,12 @@ std::string VersionEdit::DebugString() const {
   for (const auto& [level, f] : new_files_) {
     r += "\n  add L" + std::to_string(level) + " #" + std::to_string(f.number) + " " + std::to_string(f.file_size) +
          " bytes [" + f.smallest.DebugString() + " .. " + f.largest.DebugString() + "]";
+    if (!f.blob_refs_known) {
+      r += " blobs ?";
+    } else if (!f.blob_refs.empty()) {
+      r += " blobs";
+      for (uint64_t n : f.blob_refs) r += " #" + std::to_string(n);
+    }
   }
   for (const BlobFileMeta& b : new_blob_files_) {
     r += "\n  add blob #" + std::to_string(b.number) + " " + std::to_string(b.records) + " records, " +

@@ -17,11 +17,21 @@
 //  10 blob garbage     varint64 number, varint64 records, varint64 bytes: so
 //                      many more of the file's records are no longer
 //                      referenced (added to what earlier edits said)
+//  11 new file with    the fields of 7, then varint32 count and count
+//     blob references  varint64s: the blob files the table's blob indexes
+//                      point into, ascending, the first as a number and
+//                      each later one as its difference from the one
+//                      before (> 0). A table whose references are known is
+//                      written with 11 (count 0: none), any other with 7.
 // Unknown tags are corruption (a newer format), reported with the tag.
+// MANIFESTs written before tag 11 existed hold only tag 7: their tables
+// decode with blob_refs_known false, "may point into any blob file", and
+// blob garbage collection treats them so until a compaction rewrites them.
 //
 // Thread-safety: a value type.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -43,7 +53,18 @@ struct FileMetaData {
   InternalKey largest;
   SequenceNumber smallest_seq = 0;
   SequenceNumber largest_seq = 0;
+  // The blob files this table's kTypeBlobIndex entries point into, ascending
+  // and distinct (empty: none), when blob_refs_known. Unknown only for a
+  // table named by a MANIFEST field of tag 7 (an older MANIFEST): it may
+  // point into any blob file.
+  std::vector<uint64_t> blob_refs;
+  bool blob_refs_known = false;
   bool being_compacted = false;  // guarded by the DB mutex
+
+  // False only if the table certainly holds no index into blob file number.
+  bool MayReferenceBlob(uint64_t number) const {
+    return !blob_refs_known || std::binary_search(blob_refs.begin(), blob_refs.end(), number);
+  }
 };
 
 // A blob file as a compaction finished it (blob_store.h).

@@ -592,6 +592,14 @@ void Checker::CheckTables(const std::map<int, std::map<uint64_t, FileMetaData>>&
                     Fix::kNever);
             continue;
           }
+          if (!f.MayReferenceBlob(bi.file_number)) {
+            // Harmless for reads, but blob GC would never rewrite this
+            // table for that file, so the file's garbage would stay.
+            Problem(path + ": key " + ik.user_key.ToEscaped() + " points into blob file " +
+                        BlobFileName(kv, bi.file_number) +
+                        ", which the MANIFEST's blob-reference list for the table does not name",
+                    Fix::kNever);
+          }
           BlobGarbage& r = refs[bi.file_number];
           r.records++;
           r.bytes += BlobRecordSize(ik.user_key.size(), bi.value_size);
