@@ -6,9 +6,10 @@
 //                                names, ROUNDS times each
 //   fsbench readdir DIR N        create N entries (if missing), then list
 //                                the directory with getdents64 (ROUNDS=3)
-//   fsbench open    DIR N ROUNDS write N 4 KiB files (if missing), then open,
-//                                read and close each, ROUNDS times (what a
-//                                build reading its sources pays per file)
+//   fsbench open    DIR N ROUNDS write N 4 KiB files (if missing or of
+//                                another size, e.g. those of `stat`), then
+//                                open, read and close each, ROUNDS times
+//                                (what a build reading its sources pays)
 //
 // Every result line reads "<name>: <ops> ops in <secs> s = <rate> ops/s",
 // so scripts can grep it. Errors name the file and the errno text, exit 1.
@@ -99,7 +100,7 @@ void StatStorm(const std::string& dir, long n, long rounds) {
 void OpenRead(const std::string& dir, long n, long rounds) {
   struct stat st;
   std::string block(4096, 'r');
-  if (stat(Name(dir, n - 1).c_str(), &st) != 0) {
+  if (stat(Name(dir, n - 1).c_str(), &st) != 0 || st.st_size != static_cast<off_t>(block.size())) {
     if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) Die("mkdir " + dir);
     for (long i = 0; i < n; i++) {
       std::string p = Name(dir, i);

@@ -8,7 +8,7 @@
 #   fs_mark 4 KiB files, no sync (-S 0) and fsync before close (-S 1)
 #   fsbench stat storm over existing and over missing names
 #   fsbench readdir of a large directory (entries listed per second)
-#   fsbench open: open, read 4 KiB and close existing files (page cache warm)
+#   fsbench open: open, read 4 KiB and close the stat files (page cache warm)
 #   fio on one file: 4k random read/write, 1M sequential read/write
 #
 # Usage: tools/bench/fs_vs_ext4.sh [--dir BASE] [--files N] [--stat N]
@@ -91,7 +91,8 @@ if want tmpfs; then
 fi
 if want passthrough; then
   # passthrough_ll holds one O_PATH fd per inode the kernel knows: both
-  # fs_mark directories, the stat files and the readdir directory at once.
+  # fs_mark directories, the stat files (reused by the open row) and the
+  # readdir directory at once.
   need_fds=$((2 * files + statn + readdirn + 100))
   if [ "$need_fds" -gt "$(ulimit -Hn)" ]; then
     echo "fs_vs_ext4.sh: passthrough_ll would need ~$need_fds open files, the hard limit is $(ulimit -Hn);" \
@@ -170,7 +171,7 @@ for t in "${targets[@]}"; do
   out=$("$bin/fsbench" stat "${dir_of[$t]}/stat" "$statn" 5)
   res[$t,stat_existing]=$(rate stat-existing <<<"$out")
   res[$t,stat_missing]=$(rate stat-missing <<<"$out")
-  out=$("$bin/fsbench" open "${dir_of[$t]}/open" "$statn" 3)
+  out=$("$bin/fsbench" open "${dir_of[$t]}/stat" "$statn" 3)
   res[$t,open_read_close]=$(rate open-read-close <<<"$out")
   out=$("$bin/fsbench" readdir "${dir_of[$t]}/big" "$readdirn")
   res[$t,readdir]=$(rate readdir-entries <<<"$out")
