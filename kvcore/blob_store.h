@@ -20,6 +20,14 @@
 // garbage ratio reaches Options.blob_gc_garbage_ratio, so rewritten data
 // frees its space.
 //
+// Garbage collection: the MANIFEST records per table which blob files it
+// points into (version_edit.h, tag 11). A live file at the garbage
+// threshold makes the tables that may point into it due for a GC
+// compaction (VersionSet::FindGcInputs), which rewrites them in place in
+// their level, the last level included, so the file's live values move
+// and the file leaves the tree even where no size compaction goes.
+// CompactRange ends with such steps over its range.
+//
 // Thread-safety: BlobIndex is a value type; BlobStore is thread-safe (one
 // internal mutex, never held across I/O).
 #pragma once

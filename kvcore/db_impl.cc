@@ -144,6 +144,7 @@ struct DBImpl::Writer {
 
 struct DBImpl::ManualCompaction {
   int level = 0;
+  bool gc = false;  // blob GC steps over the range (VersionSet::CompactRangeGc) instead of level's
   bool done = false;
   bool in_progress = false;  // the compaction thread is working on it (mu_)
   const InternalKey* begin = nullptr;
@@ -939,7 +940,7 @@ Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
   InternalKey manual_end;
   if (m != nullptr) {
     m->in_progress = true;
-    c = versions_->CompactRange(m->level, m->begin, m->end);
+    c = m->gc ? versions_->CompactRangeGc(m->begin, m->end) : versions_->CompactRange(m->level, m->begin, m->end);
     m->done = c == nullptr;
     if (c) manual_end = c->inputs(0).back()->largest;
   } else {
@@ -975,9 +976,11 @@ Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
       rec.bytes_in = rec.bytes_out = f->file_size;
       if (s.ok()) stat_trivial_moves_++;
     } else {
-      rec.kind = std::string(m ? "manual " : "") + "L" + std::to_string(c->level()) + "->L" +
-                 std::to_string(c->level() + 1);
+      rec.kind = std::string(m ? "manual " : "") +
+                 (c->is_gc() ? "blob-gc #" + std::to_string(c->gc_blob()) + " L" + std::to_string(c->level())
+                             : "L" + std::to_string(c->level()) + "->L" + std::to_string(c->level() + 1));
       s = DoCompactionWork(c.get(), l, &rec);
+      if (s.ok() && c->is_gc()) stat_gc_compactions_++;
     }
     rec.micros = NowMicros() - start;
     if (s.ok()) AddRecord(std::move(rec));
@@ -985,13 +988,14 @@ Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
   for (uint64_t n : l1_inputs) busy_l1_.erase(n);
   if (m != nullptr) {
     if (!s.ok()) m->done = true;
-    if (!m->done) {
+    if (!m->done && !m->gc) {  // a GC step picks again over the whole range
       m->tmp_storage = manual_end;
       m->begin = &m->tmp_storage;
     }
     manual_ = nullptr;
     m->in_progress = false;
   }
+  c.reset();  // its input Version would keep the files it replaced alive through the sweep
   if (s.ok()) DeleteObsoleteFiles(l);
   return s;
 }
@@ -1260,7 +1264,7 @@ Status DBImpl::InstallCompaction(Compaction* c, std::unique_lock<std::mutex>& l,
   for (const auto& b : out.blobs) bytes_out += b.file_size;
   if (s.ok()) {
     c->AddInputDeletions(c->edit());
-    for (const auto& f : out.tables) c->edit()->AddFile(c->level() + 1, f);
+    for (const auto& f : out.tables) c->edit()->AddFile(c->output_level(), f);
     for (const auto& b : out.blobs) c->edit()->AddBlobFile(b);
     for (const auto& [number, g] : out.garbage) c->edit()->AddBlobGarbage(number, g);
     if (column) {
@@ -1269,9 +1273,11 @@ Status DBImpl::InstallCompaction(Compaction* c, std::unique_lock<std::mutex>& l,
       l.lock();
     } else {
       MXFS_KILL_POINT("kvcore.compaction.before_manifest");  // only a getenv unless armed
+      if (c->is_gc()) MXFS_KILL_POINT("kvcore.blob.gc_before_manifest");  // relocated values synced, not named
     }
     s = versions_->LogAndApply(c->edit(), l);
     if (s.ok() && !column) MXFS_KILL_POINT("kvcore.compaction.after_manifest");  // inputs not yet deleted
+    if (s.ok() && c->is_gc()) MXFS_KILL_POINT("kvcore.blob.gc_after_manifest");  // the old blob file not yet deleted
   }
   for (uint64_t n : out.table_numbers) pending_outputs_.erase(n);
   for (uint64_t n : out.blob_numbers) pending_outputs_.erase(n);
@@ -1572,9 +1578,8 @@ Status DBImpl::CompactRange(const Slice* begin, const Slice* end) {
   InternalKey begin_key, end_key;
   if (begin) begin_key = InternalKey(*begin, kMaxSequenceNumber, kValueTypeForSeek);
   if (end) end_key = InternalKey(*end, 0, static_cast<ValueType>(0));
-  for (int level = 0; level <= max_level_with_files && level + 1 < ctx_.options.num_levels; level++) {
-    ManualCompaction m;
-    m.level = level;
+  // Hands m to the compaction thread step by step until it is done.
+  auto run = [&](ManualCompaction& m) -> Status {
     m.begin = begin ? &begin_key : nullptr;
     m.end = end ? &end_key : nullptr;
     while (!m.done && bg_error_.ok() && !shutting_down_) {
@@ -1587,9 +1592,39 @@ Status DBImpl::CompactRange(const Slice* begin, const Slice* end) {
     // m lives on this stack: the compaction thread must be done with it.
     bg_cv_.wait(l, [&] { return !m.in_progress; });
     if (manual_ == &m) manual_ = nullptr;
-    MXFS_RETURN_IF_ERROR(WritableStatus());
+    return WritableStatus();
+  };
+  for (int level = 0; level <= max_level_with_files && level + 1 < ctx_.options.num_levels; level++) {
+    ManualCompaction m;
+    m.level = level;
+    MXFS_RETURN_IF_ERROR(run(m));
   }
-  return WritableStatus();
+  // The steps above never rewrite the last level, and relocate blob values
+  // only in the tables they happen to merge. Then rewrite, in place, every
+  // table in the range (the last level included) that may still point into
+  // a blob file whose garbage reached the threshold, so that such files
+  // leave the tree before CompactRange returns. Files below the threshold
+  // stay: moving a mostly live file costs more writes than it frees.
+  ManualCompaction gc;
+  gc.gc = true;
+  return run(gc);
+}
+
+Status DBImpl::WaitForIdle() {
+  std::unique_lock<std::mutex> l(mu_);
+  if (!opened_ || closed_) return Status::InvalidArgument("database " + ctx_.dbname + " is closed");
+  if (ctx_.options.read_only) return Status::OK();  // no background threads
+  MatrixContainer* mc = nvm_ ? nvm_->container() : nullptr;
+  bg_cv_.wait(l, [&] {
+    return shutting_down_ || !bg_error_.ok() ||
+           (imms_.empty() && !flushing_ && !leveled_running_ && !column_running_ && manual_ == nullptr &&
+            !versions_->NeedsCompaction() && (mc == nullptr || mc->CompactorEmpty()));
+  });
+  if (!bg_error_.ok()) return Status::IOError("background " + bg_error_where_ + " failed: " + bg_error_.ToString());
+  // A sweep that ran while the last compaction's Version was still pinned
+  // left the files it replaced: remove them now.
+  if (!shutting_down_) DeleteObsoleteFiles(l);
+  return Status::OK();
 }
 
 Status DBImpl::Close() {
@@ -1715,6 +1750,8 @@ std::string DBImpl::StatsString() const {
     r += "blob.files.written " + Num(stat_blob_files_) + "\n";
     r += "blob.bytes.written " + Num(stat_blob_bytes_written_) + "\n";
     r += "blob.bytes.relocated " + Num(stat_blob_bytes_relocated_) + "\n";
+    r += "blob.gc.compactions " + Num(stat_gc_compactions_) + "\n";
+    r += "blob.gc.score " + Num(versions_->current()->gc_score()) + "\n";
   }
   r += "memtables.immutable " + Num(static_cast<uint64_t>(imms_.size())) + "\n";
   r += "last.sequence " + Num(versions_->LastSequence()) + "\n";
@@ -1741,6 +1778,14 @@ bool DBImpl::GetProperty(std::string_view name, std::string* value) {
     *value = LevelsString();
   } else if (p == "container") {
     *value = ContainerString();
+  } else if (p == "blob-files") {
+    std::string r = "number  records  record_bytes  garbage_records  garbage_bytes  garbage_ratio  file_size\n";
+    for (const auto& [number, b] : versions_->current()->blob_files()) {
+      r += Num(number) + "  " + Num(b->meta.records) + "  " + Num(b->meta.record_bytes) + "  " +
+           Num(b->garbage.records) + "  " + Num(b->garbage.bytes) + "  " + Num(b->GarbageRatio()) + "  " +
+           Num(b->meta.file_size) + "\n";
+    }
+    *value = r;
   } else if (p == "compactions") {
     std::string r = "kind  smallest  largest  bytes_in  bytes_out  micros\n";
     for (const auto& c : recent_) {

@@ -65,6 +65,7 @@ class DBImpl final : public DB {
   bool GetProperty(std::string_view name, std::string* value) override;
   Status CompactRange(const Slice* begin, const Slice* end) override;
   Status Flush() override;
+  Status WaitForIdle() override;
   Status Close() override;
 
  private:
@@ -184,6 +185,7 @@ class DBImpl final : public DB {
   uint64_t stat_compaction_bytes_read_ = 0, stat_compaction_bytes_written_ = 0, stat_compactions_ = 0,
            stat_trivial_moves_ = 0;
   uint64_t stat_blob_files_ = 0, stat_blob_bytes_written_ = 0, stat_blob_bytes_relocated_ = 0;
+  uint64_t stat_gc_compactions_ = 0;  // blob GC compactions (background and manual)
   uint64_t stall_slowdown_us_ = 0, stall_stop_us_ = 0, stall_memtable_us_ = 0, stall_container_us_ = 0;
   uint64_t stall_pacing_us_ = 0;
   // Write pacing with a pool (mu_): when the last memtable was switched, and

@@ -136,12 +136,13 @@ bool Version::OverlapInLevel(int level, const Slice* smallest_user, const Slice*
 Compaction::Compaction(const DbContext* ctx, int level, std::shared_ptr<Version> input_version)
     : ctx_(ctx),
       level_(level),
+      output_level_(level + 1),
       max_output_file_size_(ctx->options.target_file_size_base),
       input_version_(std::move(input_version)),
       level_ptrs_(ctx->options.num_levels, 0) {}
 
 bool Compaction::IsTrivialMove() const {
-  return inputs_[0].size() == 1 && inputs_[1].empty() &&
+  return !is_gc() && inputs_[0].size() == 1 && inputs_[1].empty() &&
          TotalFileSize(grandparents_) <= 10 * ctx_->options.target_file_size_base;
 }
 
@@ -153,7 +154,7 @@ void Compaction::AddInputDeletions(VersionEdit* edit) const {
 
 bool Compaction::IsBaseLevelForKey(const Slice& user_key) {
   const Comparator* ucmp = ctx_->icmp.user_comparator();
-  for (int lvl = level_ + 2; lvl < input_version_->num_levels(); lvl++) {
+  for (int lvl = output_level_ + 1; lvl < input_version_->num_levels(); lvl++) {
     const FileList& files = input_version_->files(lvl);
     while (level_ptrs_[lvl] < files.size()) {
       const auto& f = files[level_ptrs_[lvl]];
@@ -317,6 +318,112 @@ void VersionSet::Finalize(Version* v) const {
   }
   v->compaction_level_ = best_level;
   v->compaction_score_ = best_score;
+  v->gc_inputs_.clear();
+  v->gc_level_ = -1;
+  v->gc_blob_ = 0;
+  v->gc_score_ = 0;
+  FindGcInputs(*v, nullptr, nullptr, &v->gc_level_, &v->gc_inputs_, &v->gc_blob_, &v->gc_score_);
+}
+
+// Which tables a blob file's garbage makes worth rewriting. A blob file is a
+// candidate once its garbage ratio reaches the threshold; its live records
+// go away only when every table that points into it has been rewritten (a
+// compaction relocates the live values of all candidates it meets). The
+// table to rewrite is one that may point into the candidate with the
+// largest ratio (ties: the lower level, then the smaller key), grown to the
+// right over adjacent tables of its level that may point into any candidate
+// while the inputs stay within kGcInputFiles target file sizes: adjacent
+// tables of one level cover a key range that no other table of the level
+// overlaps, so the outputs can replace them in place. Not in L1, though:
+// a column compaction may write new L1 tables meanwhile, into a gap between
+// two tables that no compaction reads, and an output spanning that gap
+// would overlap them; one table's own range is safe, since a column never
+// starts inside a table that a compaction reads. L0 is never chosen: only
+// compactions write blob indexes, and they write L1 and below.
+bool VersionSet::FindGcInputs(const Version& v, const InternalKey* begin, const InternalKey* end, int* level,
+                              FileList* inputs, uint64_t* blob, double* score) const {
+  constexpr uint64_t kGcInputFiles = 4;
+  if (!ctx_->options.blob_gc_compactions) return false;
+  const double threshold = ctx_->options.blob_gc_garbage_ratio;
+  std::map<uint64_t, double> candidates;
+  uint64_t top_blob = 0;
+  double top_ratio = 0;
+  for (const auto& [number, b] : v.blob_files()) {
+    const double ratio = b->GarbageRatio();
+    if (b->garbage.records == 0 || ratio < threshold) continue;
+    candidates.emplace(number, ratio);
+    if (ratio > top_ratio) {
+      top_ratio = ratio;
+      top_blob = number;
+    }
+  }
+  if (candidates.empty()) return false;
+  const Comparator* ucmp = ctx_->icmp.user_comparator();
+  auto in_range = [&](const FileMetaData& f) {
+    if (begin != nullptr && ucmp->Compare(f.largest.user_key(), begin->user_key()) < 0) return false;
+    if (end != nullptr && ucmp->Compare(f.smallest.user_key(), end->user_key()) > 0) return false;
+    return true;
+  };
+  // The candidate with the largest ratio that f may point into (0: none).
+  auto best_for = [&](const FileMetaData& f, double* ratio) -> uint64_t {
+    if (!f.blob_refs_known) {
+      *ratio = top_ratio;
+      return top_blob;
+    }
+    uint64_t best = 0;
+    *ratio = 0;
+    for (uint64_t n : f.blob_refs) {
+      auto it = candidates.find(n);
+      if (it != candidates.end() && it->second > *ratio) {
+        *ratio = it->second;
+        best = n;
+      }
+    }
+    return best;
+  };
+  int best_level = -1;
+  size_t best_index = 0;
+  uint64_t best_blob = 0;
+  double best_ratio = 0;
+  for (int l = 1; l < v.num_levels(); l++) {
+    const FileList& files = v.files(l);
+    for (size_t i = 0; i < files.size(); i++) {
+      if (!in_range(*files[i])) continue;
+      double ratio;
+      const uint64_t n = best_for(*files[i], &ratio);
+      if (n != 0 && ratio > best_ratio) {
+        best_level = l;
+        best_index = i;
+        best_blob = n;
+        best_ratio = ratio;
+      }
+    }
+  }
+  if (best_level < 0) return false;
+  const FileList& files = v.files(best_level);
+  inputs->assign(1, files[best_index]);
+  uint64_t total = files[best_index]->file_size;
+  const uint64_t limit = kGcInputFiles * ctx_->options.target_file_size_base;
+  for (size_t i = best_index + 1; best_level > 1 && i < files.size(); i++) {
+    const FileMetaData& f = *files[i];
+    double ratio;
+    if (!in_range(f) || best_for(f, &ratio) == 0 || total + f.file_size > limit) break;
+    inputs->push_back(files[i]);
+    total += f.file_size;
+  }
+  *level = best_level;
+  *blob = best_blob;
+  *score = best_ratio / threshold;
+  return true;
+}
+
+std::unique_ptr<Compaction> VersionSet::NewGcCompaction(const std::shared_ptr<Version>& v, int level,
+                                                        FileList inputs, uint64_t blob) {
+  auto c = std::make_unique<Compaction>(ctx_, level, v);
+  c->output_level_ = level;
+  c->gc_blob_ = blob;
+  c->inputs_[0] = std::move(inputs);
+  return c;
 }
 
 Status VersionSet::Recover() {
@@ -487,7 +594,9 @@ Status VersionSet::LogAndApply(VersionEdit* edit, std::unique_lock<std::mutex>& 
   return s;
 }
 
-bool VersionSet::NeedsCompaction() const { return current_->compaction_score() >= 1; }
+bool VersionSet::NeedsCompaction() const {
+  return current_->compaction_score() >= 1 || !current_->gc_inputs().empty();
+}
 
 void VersionSet::GetRange(const FileList& inputs, InternalKey* smallest, InternalKey* largest) const {
   smallest->Clear();
@@ -506,7 +615,14 @@ void VersionSet::GetRange2(const FileList& a, const FileList& b, InternalKey* sm
 }
 
 std::unique_ptr<Compaction> VersionSet::PickCompaction() {
-  if (!NeedsCompaction()) return nullptr;
+  const bool size_due = current_->compaction_score() >= 1;
+  const bool gc_due = !current_->gc_inputs().empty();
+  if (gc_due && (!size_due || !last_pick_gc_)) {
+    last_pick_gc_ = true;
+    return NewGcCompaction(current_, current_->gc_level(), current_->gc_inputs(), current_->gc_blob());
+  }
+  last_pick_gc_ = false;
+  if (!size_due) return nullptr;
   const int level = current_->compaction_level();
   if (level == 0) return level0_->PickCompaction(this, current_);
   return PickLeveledCompaction(level, current_);
@@ -585,6 +701,15 @@ std::unique_ptr<Compaction> VersionSet::CompactRange(int level, const InternalKe
   c->inputs_[0] = std::move(inputs);
   SetupOtherInputs(c.get());
   return c;
+}
+
+std::unique_ptr<Compaction> VersionSet::CompactRangeGc(const InternalKey* begin, const InternalKey* end) {
+  int level = -1;
+  FileList inputs;
+  uint64_t blob = 0;
+  double score = 0;
+  if (!FindGcInputs(*current_, begin, end, &level, &inputs, &blob, &score)) return nullptr;
+  return NewGcCompaction(current_, level, std::move(inputs), blob);
 }
 
 std::unique_ptr<Iterator> VersionSet::MakeInputIterator(Compaction* c) {

@@ -80,6 +80,15 @@ class Version {
 
   double compaction_score() const { return compaction_score_; }
   int compaction_level() const { return compaction_level_; }
+  // Blob garbage collection (VersionSet::Finalize): the live blob file with
+  // the largest garbage ratio at or above Options.blob_gc_garbage_ratio that
+  // a table of L1 or below may still point into, and the adjacent tables of
+  // one level to rewrite in place for it (empty: none due). gc_score() is
+  // that file's ratio divided by the threshold (>= 1 when due, else 0).
+  const FileList& gc_inputs() const { return gc_inputs_; }
+  int gc_level() const { return gc_level_; }
+  uint64_t gc_blob() const { return gc_blob_; }
+  double gc_score() const { return gc_score_; }
 
  private:
   friend class VersionSet;
@@ -90,14 +99,25 @@ class Version {
   std::shared_ptr<const void> level0_pin_;
   double compaction_score_ = -1;
   int compaction_level_ = -1;
+  FileList gc_inputs_;
+  int gc_level_ = -1;
+  uint64_t gc_blob_ = 0;
+  double gc_score_ = 0;
 };
 
-// One compaction: inputs[0] at level, inputs[1] at level + 1, output into level + 1.
+// One compaction: inputs[0] at level, inputs[1] at level + 1, output into
+// level + 1. A blob garbage-collection compaction (is_gc) instead rewrites
+// the adjacent tables inputs[0] of one level in place: output_level() ==
+// level(), inputs[1] empty, never a trivial move.
 class Compaction {
  public:
   Compaction(const DbContext* ctx, int level, std::shared_ptr<Version> input_version);
 
   int level() const { return level_; }
+  int output_level() const { return output_level_; }
+  bool is_gc() const { return gc_blob_ != 0; }
+  // The blob file whose garbage made this a GC compaction (0: none).
+  uint64_t gc_blob() const { return gc_blob_; }
   VersionEdit* edit() { return &edit_; }
   const FileList& inputs(int which) const { return inputs_[which]; }
   FileList* mutable_inputs(int which) { return &inputs_[which]; }
@@ -117,6 +137,8 @@ class Compaction {
   friend class VersionSet;
   const DbContext* ctx_;
   int level_;
+  int output_level_;
+  uint64_t gc_blob_ = 0;
   uint64_t max_output_file_size_;
   std::shared_ptr<Version> input_version_;
   VersionEdit edit_;
@@ -161,13 +183,22 @@ class VersionSet {
 
   // Table and blob files referenced by any Version still pinned.
   void AddLiveFiles(std::set<uint64_t>* live);
+  // A size compaction or a blob GC compaction is due.
   bool NeedsCompaction() const;
-  // The most urgent size compaction, or nullptr.
+  // The most urgent size compaction or the due blob GC compaction, or
+  // nullptr. When both are due they take turns, so that neither starves the
+  // other: a GC compaction rewrites a bounded set of tables and each one
+  // strictly shrinks the set of tables that may point into its blob file.
   std::unique_ptr<Compaction> PickCompaction();
   // The leveled compaction of level starting from its compaction pointer (used by SsdLevel0 for L0).
   std::unique_ptr<Compaction> PickLeveledCompaction(int level, const std::shared_ptr<Version>& v);
   // A manual compaction of [begin, end] at level, or nullptr if nothing overlaps.
   std::unique_ptr<Compaction> CompactRange(int level, const InternalKey* begin, const InternalKey* end);
+  // A GC compaction (as PickCompaction's) of tables of L1 or below that
+  // overlap [begin, end] (nullptr: unbounded), or nullptr if no table there
+  // may point into a blob file at or above the garbage threshold. Used by a
+  // manual compaction after its size steps, the last level included.
+  std::unique_ptr<Compaction> CompactRangeGc(const InternalKey* begin, const InternalKey* end);
   // An iterator over all inputs of c (internal keys).
   std::unique_ptr<Iterator> MakeInputIterator(Compaction* c);
 
@@ -177,6 +208,12 @@ class VersionSet {
  private:
   class Builder;
   void Finalize(Version* v) const;
+  // The GC pick in v within [begin, end] (nullptr: unbounded): sets
+  // *level, *inputs, *blob and *score; false if none is due.
+  bool FindGcInputs(const Version& v, const InternalKey* begin, const InternalKey* end, int* level,
+                    FileList* inputs, uint64_t* blob, double* score) const;
+  std::unique_ptr<Compaction> NewGcCompaction(const std::shared_ptr<Version>& v, int level, FileList inputs,
+                                              uint64_t blob);
   void SetupOtherInputs(Compaction* c);
   void GetRange(const FileList& inputs, InternalKey* smallest, InternalKey* largest) const;
   void GetRange2(const FileList& a, const FileList& b, InternalKey* smallest, InternalKey* largest) const;
@@ -198,6 +235,7 @@ class VersionSet {
   std::shared_ptr<Version> current_;
   std::vector<std::weak_ptr<Version>> live_versions_;
   std::vector<std::string> compact_pointer_;  // per level: the largest key of the last compaction
+  bool last_pick_gc_ = false;                 // PickCompaction's last pick was a GC compaction
 };
 
 }  // namespace mxfs

@@ -57,6 +57,7 @@ class DB {
   //   "matrixkv.levels"       files and bytes per level
   //   "matrixkv.container"    matrix container rows, bytes, columns compacted (when a pool is used)
   //   "matrixkv.compactions"  recent compactions: kind, key range, bytes in/out, duration
+  //   "matrixkv.blob-files"   live blob files: records, bytes, garbage, garbage ratio, file size
   //   "matrixkv.num-files-at-level<N>", "matrixkv.write-amp", "matrixkv.stall-micros",
   //   "matrixkv.bytes-written-ssd", "matrixkv.user-bytes-written"   (numbers as text)
   virtual bool GetProperty(std::string_view name, std::string* value) = 0;
@@ -65,6 +66,12 @@ class DB {
   virtual Status CompactRange(const Slice* begin, const Slice* end) = 0;
   // Flushes the memtable and waits until it is persisted below.
   virtual Status Flush() = 0;
+  // Waits until background work is idle: no memtable waiting for a flush,
+  // no flush or compaction running, none due (size or blob garbage), and
+  // with a pool no column of the compactor left. Writes that go on
+  // meanwhile may keep it waiting. IOError naming the cause after a
+  // background error; InvalidArgument once closed.
+  virtual Status WaitForIdle() = 0;
   // Waits for background work, flushes nothing that the WAL already holds,
   // releases files. Further calls fail with InvalidArgument.
   virtual Status Close() = 0;

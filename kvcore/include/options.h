@@ -50,6 +50,10 @@ struct Options {
   uint64_t min_blob_size = 2048;
   uint64_t blob_file_size = 128ull << 20;
   double blob_gc_garbage_ratio = 0.5;
+  // A blob file at that ratio also makes the tables that point into it due
+  // for a compaction of their own (background, and at the end of
+  // CompactRange), so that it is collected where no size compaction goes.
+  bool blob_gc_compactions = true;  // off only to measure what they buy
 
   // Persistent memory. Empty nvm_path: L0 is SSTables on SSD and the WAL is a
   // file in the database directory. Otherwise the WAL and the matrix
