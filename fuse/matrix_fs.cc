@@ -1719,7 +1719,7 @@ void MatrixFs::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
 }
 
 Status MatrixFs::DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t size, uint64_t off,
-                         bool kill_suidgid) {
+                         bool kill_suidgid, bool writeback) {
   if (off + size < off || off + size > (1ull << 50)) return Errno(EFBIG);
   InodeLocks locks(this, {ino});
   Txn txn(this);
@@ -1732,9 +1732,17 @@ Status MatrixFs::DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t s
   // A write by a caller without CAP_FSETID drops set-id bits in its own batch.
   const uint32_t killed = kill_suidgid ? KilledSetIdBits(req, *a, false) : 0;
   a->mode &= ~killed;
+  // The write-back of cached pages (FUSE_WRITE_CACHE) leaves c/mtime as they
+  // are: the kernel stamped them at write(2) and sends them in a SETATTR when
+  // they moved. Stamping the write-back's own time, which can come seconds
+  // later (at close, or from the flusher), made the times change across a
+  // remount for a write in the create's clock tick, whose times stay clean.
+  const auto stamp = [&](InodeAttr* t) {
+    if (!writeback || killed != 0) t->mtime_ns = t->ctime_ns = now;
+  };
   if (a->storage == Storage::kInline && end <= sb_.inline_limit) {
     MXFS_RETURN_IF_ERROR(WriteInline(&txn, ino, a, off, Slice(buf, size)));
-    a->mtime_ns = a->ctime_ns = now;
+    stamp(a);
     return Commit(&txn);
   }
   std::shared_ptr<RandomRWFile> obj;
@@ -1759,11 +1767,11 @@ Status MatrixFs::DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t s
   if (!migrated && end <= a->size && killed == 0) {
     // No visible metadata change the kernel does not track itself (with the
     // writeback cache it owns mtime and sends it in a later setattr).
-    if (Node* n = FindNode(ino)) n->attr.mtime_ns = n->attr.ctime_ns = now;
+    if (Node* n = FindNode(ino)) stamp(&n->attr);
     return Status::OK();
   }
   a->size = std::max(a->size, end);
-  a->mtime_ns = a->ctime_ns = now;
+  stamp(a);
   s = Commit(&txn);
   if (!s.ok() && migrated) {
     NodeFor(ino).object.reset();
@@ -1781,9 +1789,9 @@ void MatrixFs::Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t siz
     fuse_reply_write(req, size);
     return;
   }
-  (void)fi;
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
-  Status s = DoWrite(req, ino, buf, size, static_cast<uint64_t>(off), KernelChannel::KillSuidGid(KernelChannel::Op::kWrite));
+  Status s = DoWrite(req, ino, buf, size, static_cast<uint64_t>(off), KernelChannel::KillSuidGid(KernelChannel::Op::kWrite),
+                     fi != nullptr && fi->writepage);
   if (!s.ok()) return ReplyStatus(req, s);
   bytes_written_.fetch_add(size, std::memory_order_relaxed);
   fuse_reply_write(req, size);

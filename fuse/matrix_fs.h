@@ -271,7 +271,9 @@ class MatrixFs {
   // set-id bits go in the operation's own batch (see KilledSetIdBits).
   Status DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, int to_set, bool kill_suidgid,
                    InodeAttr* out);
-  Status DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t size, uint64_t off, bool kill_suidgid);
+  // writeback: the WRITE carries cached pages (fi->writepage); it keeps c/mtime.
+  Status DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t size, uint64_t off, bool kill_suidgid,
+                 bool writeback);
   Status FillDir(fuse_req_t req, uint64_t ino, size_t size, off_t off, DirHandle* h, bool plus,
                  std::string* buf, size_t* pos);
   void FillEntry(uint64_t ino, const InodeAttr& a, fuse_entry_param* e) const;
