@@ -577,6 +577,7 @@ void Checker::CheckTables(const std::map<int, std::map<uint64_t, FileMetaData>>&
       // garbage is named by exactly one table entry.
       {
         auto it = (*table)->NewIterator(false);
+        std::set<uint64_t> unlisted;  // blob files the table's list leaves out, named already
         for (it->SeekToFirst(); it->Valid(); it->Next()) {
           ParsedInternalKey ik;
           if (!ParseInternalKey(it->key(), &ik) || ik.type != kTypeBlobIndex) continue;
@@ -592,9 +593,10 @@ void Checker::CheckTables(const std::map<int, std::map<uint64_t, FileMetaData>>&
                     Fix::kNever);
             continue;
           }
-          if (!f.MayReferenceBlob(bi.file_number)) {
+          if (!f.MayReferenceBlob(bi.file_number) && unlisted.insert(bi.file_number).second) {
             // Harmless for reads, but blob GC would never rewrite this
-            // table for that file, so the file's garbage would stay.
+            // table for that file, so the file's garbage would stay. Named
+            // once per table and file, with the first key.
             Problem(path + ": key " + ik.user_key.ToEscaped() + " points into blob file " +
                         BlobFileName(kv, bi.file_number) +
                         ", which the MANIFEST's blob-reference list for the table does not name",
