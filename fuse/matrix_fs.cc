@@ -813,6 +813,7 @@ void MatrixFs::Init(fuse_conn_info* conn) {
   };
   // The kernel refuses FUSE passthrough together with the writeback cache.
   if (!cfg_.read_only && !cfg_.passthrough) want(FUSE_CAP_WRITEBACK_CACHE);
+  writeback_cache_.store((conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0, std::memory_order_relaxed);
   want(FUSE_CAP_READDIRPLUS);
   want(FUSE_CAP_READDIRPLUS_AUTO);
   want(FUSE_CAP_PARALLEL_DIROPS);
@@ -1764,9 +1765,11 @@ Status MatrixFs::DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t s
     }
     return s;
   }
-  if (!migrated && end <= a->size && killed == 0) {
+  if (!migrated && end <= a->size && killed == 0 && writeback_cache_.load(std::memory_order_relaxed)) {
     // No visible metadata change the kernel does not track itself (with the
     // writeback cache it owns mtime and sends it in a later setattr).
+    // Without it (-o passthrough) the kernel takes the times from the daemon,
+    // so they are committed below like any other change.
     if (Node* n = FindNode(ino)) stamp(&n->attr);
     return Status::OK();
   }

@@ -327,6 +327,8 @@ class MatrixFs {
   uint64_t objects_collected_ = 0;
   uint64_t objects_adopted_ = 0;  // objects whose larger size the mount took over
   std::atomic<bool> passthrough_off_{false};  // registering a backing file failed (logged once)
+  // Set at INIT: the kernel caches writes and owns regular files' c/mtime.
+  std::atomic<bool> writeback_cache_{false};
 };
 
 }  // namespace mxfs
