@@ -88,10 +88,12 @@ const char* const kPoolKillPoints[] = {
     "column.after_free",      "kvcore.flush.before_manifest", "kvcore.flush.after_manifest",
     "kvcore.column.mid_merge", "kvcore.column.before_manifest", "kvcore.column.after_manifest",
     "kvcore.column.after_free", "kvcore.blob.mid_file",     "kvcore.blob.after_sync",
+    "kvcore.blob.gc_before_manifest", "kvcore.blob.gc_after_manifest",
 };
 const char* const kSsdKillPoints[] = {"kvcore.flush.before_manifest",      "kvcore.flush.after_manifest",
                                       "kvcore.compaction.before_manifest", "kvcore.compaction.after_manifest",
-                                      "kvcore.blob.mid_file",              "kvcore.blob.after_sync"};
+                                      "kvcore.blob.mid_file",              "kvcore.blob.after_sync",
+                                      "kvcore.blob.gc_before_manifest",    "kvcore.blob.gc_after_manifest"};
 
 std::atomic<bool> g_interrupted{false};
 void OnSignal(int) { g_interrupted = true; }
