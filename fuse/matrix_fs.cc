@@ -20,6 +20,7 @@
 #include "base/coding.h"
 #include "base/logging.h"
 #include "fuse/kernel_channel.h"
+#include "fuse/posix_acl.h"
 #include "fuse/uring_channel.h"
 #include "kvcore/include/options.h"
 #include "kvcore/include/write_batch.h"
@@ -820,6 +821,15 @@ void MatrixFs::Init(fuse_conn_info* conn) {
   want(FUSE_CAP_ASYNC_READ);
   want(FUSE_CAP_ATOMIC_O_TRUNC);
   want(FUSE_CAP_CACHE_SYMLINKS);
+  // POSIX ACLs: the kernel checks access ACLs itself (reading them with
+  // GETXATTR) and no longer applies the umask; with DONT_MASK it sends the
+  // mode unmasked and the umask apart, so MakeNode can inherit a default ACL.
+  if (cfg_.posix_acl && (conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK)) {
+    conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+  } else {
+    conn->want &= ~(FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK);
+  }
+  posix_acl_.store((conn->want & FUSE_CAP_POSIX_ACL) != 0, std::memory_order_relaxed);
   // Set-id clearing is FUSE_HANDLE_KILLPRIV_V2's, which KernelChannel grants
   // in the INIT reply (libfuse 3.14 cannot); never also the older v1.
   conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
@@ -1048,6 +1058,7 @@ Status MatrixFs::DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, 
       mode &= ~S_ISGID;
     }
     a->mode = mode;
+    if (AclsOn()) MXFS_RETURN_IF_ERROR(ChmodAcl(ino, mode, &txn.batch));
   } else if (kill_suidgid) {
     // Truncate or open(O_TRUNC) by a caller without CAP_FSETID, or chown
     // (judged on the group the file has before it changes).
@@ -1175,6 +1186,9 @@ Status MatrixFs::MakeNode(fuse_req_t req, uint64_t parent, const char* name, uin
   a.parent = parent;
   a.symlink = target;
   a.size = target.size();
+  if (AclsOn()) {
+    MXFS_RETURN_IF_ERROR(NewInodeAcl(req, parent, *ino, &a, &txn.batch));
+  }
   txn.NewAttr(*ino, a);
   txn.batch.Put(dkey, EncodeDirEntry(DirEntry{*ino, ModeToDirType(mode)}));
   p->mtime_ns = p->ctime_ns = now;
@@ -2184,6 +2198,10 @@ void MatrixFs::StatFs(fuse_req_t req, fuse_ino_t) {
 // ---------------------------------------------------------------- xattrs
 
 namespace {
+bool IsAclName(const char* name) {
+  return std::strcmp(name, kAclAccessXattr) == 0 || std::strcmp(name, kAclDefaultXattr) == 0;
+}
+
 // An xattr name must be 1..kMaxXattrNameLen bytes; otherwise ERANGE, as on Linux.
 bool XattrNameValid(const char* name) {
   size_t nlen = std::strlen(name);
@@ -2196,10 +2214,12 @@ bool XattrNameValid(const char* name) {
 // only on regular files and directories, the mode bits through
 // default_permissions). But FUSE hands every name through, so the daemon
 // refuses what a kernel filesystem has no handler for: a bare prefix
-// ("user.") is EINVAL, system.* (POSIX ACLs are off) and names outside the
-// three namespaces are EOPNOTSUPP. Returns 0 or the errno.
-int XattrNamespaceErrno(const char* name) {
+// ("user.") is EINVAL, names outside the three namespaces are EOPNOTSUPP,
+// and so is system.* but the two POSIX ACL names when ACLs are on (-o noacl
+// turns them off). Returns 0 or the errno.
+int XattrNamespaceErrno(const char* name, bool posix_acl) {
   if (!XattrNameValid(name)) return ERANGE;
+  if (posix_acl && IsAclName(name)) return 0;
   size_t nlen = std::strlen(name);
   for (std::string_view prefix : {"user.", "trusted.", "security."}) {
     if (std::strncmp(name, prefix.data(), prefix.size()) == 0) return nlen == prefix.size() ? EINVAL : 0;
@@ -2223,16 +2243,22 @@ void MatrixFs::SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const 
   Count(kOpXattr);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, EPERM);
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
-  // POSIX ACLs are not supported (FUSE_CAP_POSIX_ACL is off): storing them as
-  // plain bytes would let tools believe the ACL set the mode (cp -a would then
-  // skip its chmod). EOPNOTSUPP (all of system.*) makes them fall back to the mode bits.
-  if (int e = XattrNamespaceErrno(name); e != 0) return (void)fuse_reply_err(req, e);
+  // With -o noacl, POSIX ACLs are refused (EOPNOTSUPP, all of system.*):
+  // storing them as plain bytes would let tools believe the ACL set the mode
+  // (cp -a would then skip its chmod); they fall back to the mode bits.
+  if (int e = XattrNamespaceErrno(name, AclsOn()); e != 0) return (void)fuse_reply_err(req, e);
   if (size > kMaxXattrValueLen) return (void)fuse_reply_err(req, E2BIG);
   Status s = [&]() -> Status {
     InodeLocks locks(this, {ino});
     Txn txn(this);
     auto ar = txn.Attr(ino);
     if (!ar) return ar.error();
+    if (IsAclName(name)) {
+      MXFS_RETURN_IF_ERROR(SetAcl(req, ino, *ar, std::strcmp(name, kAclAccessXattr) == 0, Slice(value, size),
+                                  &txn.batch));
+      (*ar)->ctime_ns = NowNs();
+      return Commit(&txn);
+    }
     std::string key = XattrKey(ino, name);
     std::string old;
     Status g = db_->Get(ReadOptions(), key, &old);
@@ -2258,7 +2284,7 @@ void MatrixFs::SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const 
 
 void MatrixFs::GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   Count(kOpXattr);
-  if (int e = XattrNamespaceErrno(name); e != 0) return (void)fuse_reply_err(req, e);
+  if (int e = XattrNamespaceErrno(name, AclsOn()); e != 0) return (void)fuse_reply_err(req, e);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, ENODATA);
   std::string v;
   Status s = db_->Get(ReadOptions(), XattrKey(ino, name), &v);
@@ -2292,7 +2318,7 @@ void MatrixFs::RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   Count(kOpXattr);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, EPERM);
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
-  if (int e = XattrNamespaceErrno(name); e != 0) return (void)fuse_reply_err(req, e);
+  if (int e = XattrNamespaceErrno(name, AclsOn()); e != 0) return (void)fuse_reply_err(req, e);
   Status s = [&]() -> Status {
     InodeLocks locks(this, {ino});
     Txn txn(this);
@@ -2301,6 +2327,9 @@ void MatrixFs::RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
     std::string key = XattrKey(ino, name);
     std::string old;
     Status g = db_->Get(ReadOptions(), key, &old);
+    // Removing an ACL that is not there succeeds, as on ext4 (the kernel
+    // sends REMOVEXATTR for setfacl -b and for an ACL the mode now says).
+    if (g.IsNotFound() && IsAclName(name)) return Status::OK();
     if (g.IsNotFound()) return Errno(ENODATA);
     if (!g.ok()) return g;
     txn.batch.Delete(key);
@@ -2308,6 +2337,72 @@ void MatrixFs::RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
     return Commit(&txn);
   }();
   fuse_reply_err(req, ToErrno(s));
+}
+
+// ---------------------------------------------------------------- POSIX ACLs
+
+// posix_acl_create: a new inode under a directory with a default ACL gets
+// the ACL narrowed by the mode it was created with as its access ACL (kept
+// only when it says more than the mode), a directory also the default ACL
+// itself, and the umask is ignored; without a default ACL the umask the
+// kernel sent (FUSE_DONT_MASK) applies. Symlinks keep 0777, as in the VFS.
+Status MatrixFs::NewInodeAcl(fuse_req_t req, uint64_t parent, uint64_t ino, InodeAttr* a, WriteBatch* batch) {
+  if (S_ISLNK(a->mode)) return Status::OK();
+  std::string def;
+  Status g = db_->Get(ReadOptions(), XattrKey(parent, kAclDefaultXattr), &def);
+  if (g.IsNotFound()) {
+    a->mode &= ~(fuse_req_ctx(req)->umask & 0777u);
+    return Status::OK();
+  }
+  if (!g.ok()) return g;
+  auto acl = PosixAcl::Decode(def);
+  if (!acl) {
+    return Status::Corruption("inode " + std::to_string(parent) + ": stored default ACL: " + acl.error().ToString());
+  }
+  uint32_t mode = a->mode;
+  PosixAcl access;
+  if (acl->CreateMasq(&mode, &access)) batch->Put(XattrKey(ino, kAclAccessXattr), access.Encode());
+  a->mode = mode;
+  if (S_ISDIR(a->mode)) batch->Put(XattrKey(ino, kAclDefaultXattr), def);
+  return Status::OK();
+}
+
+// setxattr of an ACL, as ext4's set_acl: the value is validated (EINVAL); a
+// default ACL only on a directory (EACCES); an access ACL sets the mode's
+// permission bits (posix_acl_update_mode) and is stored only when it says
+// more than them; set-group-ID drops when the caller is neither in the
+// file's group nor root (the kernel's FUSE_SETXATTR_ACL_KILL_SGID rule).
+Status MatrixFs::SetAcl(fuse_req_t req, uint64_t ino, InodeAttr* a, bool access, const Slice& value,
+                        WriteBatch* batch) {
+  auto acl = PosixAcl::Decode(value);
+  if (!acl) return acl.error();
+  if (!access) {
+    if (!a->IsDir()) return Errno(EACCES, "a default ACL on a non-directory");
+    batch->Put(XattrKey(ino, kAclDefaultXattr), acl->Encode());
+    return Status::OK();
+  }
+  uint32_t mode = (a->mode & ~0777u) | acl->ModeBits();
+  if (acl->EquivalentToMode()) batch->Delete(XattrKey(ino, kAclAccessXattr));
+  else batch->Put(XattrKey(ino, kAclAccessXattr), acl->Encode());
+  if (fuse_req_ctx(req)->uid != 0 && !CallerInGroup(req, a->gid)) mode &= ~S_ISGID;
+  a->mode = mode;
+  return Status::OK();
+}
+
+// posix_acl_chmod: the kernel leaves the ACL to the filesystem on chmod.
+Status MatrixFs::ChmodAcl(uint64_t ino, uint32_t mode, WriteBatch* batch) {
+  std::string key = XattrKey(ino, kAclAccessXattr);
+  std::string v;
+  Status g = db_->Get(ReadOptions(), key, &v);
+  if (g.IsNotFound()) return Status::OK();
+  if (!g.ok()) return g;
+  auto acl = PosixAcl::Decode(v);
+  if (!acl) {
+    return Status::Corruption("inode " + std::to_string(ino) + ": stored access ACL: " + acl.error().ToString());
+  }
+  acl->Chmod(mode);
+  batch->Put(key, acl->Encode());
+  return Status::OK();
 }
 
 void MatrixFs::Access(fuse_req_t req, fuse_ino_t ino, int mask) {

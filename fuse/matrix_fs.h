@@ -101,6 +101,9 @@ struct MountConfig {
   // the kernel to the object (FUSE passthrough, see KernelChannel), and the
   // writeback cache stays off (the kernel refuses the two together).
   bool passthrough = false;
+  // POSIX ACLs (FUSE_POSIX_ACL + FUSE_DONT_MASK); -o noacl turns them off:
+  // system.posix_acl_* is then EOPNOTSUPP and the kernel applies the umask.
+  bool posix_acl = true;
 };
 
 // Maps a Status to the errno a FUSE reply carries (the one place this happens).
@@ -285,6 +288,14 @@ class MatrixFs {
   // the outcome shows on the "bdi" line of .matrixfs/stats).
   void TuneBdi();
   Status CheckSticky(fuse_req_t req, const InodeAttr& dir, const InodeAttr& victim) const;
+  // POSIX ACLs (fuse/posix_acl.h). NewInodeAcl: posix_acl_create for a new
+  // inode under parent, in its batch (umask when the parent has no default
+  // ACL). SetAcl: setxattr of system.posix_acl_*, mode update included.
+  // ChmodAcl: rewrites ino's access ACL after a chmod. Callers hold the stripes.
+  Status NewInodeAcl(fuse_req_t req, uint64_t parent, uint64_t ino, InodeAttr* a, WriteBatch* batch);
+  Status SetAcl(fuse_req_t req, uint64_t ino, InodeAttr* a, bool access, const Slice& value, WriteBatch* batch);
+  Status ChmodAcl(uint64_t ino, uint32_t mode, WriteBatch* batch);
+  bool AclsOn() const { return posix_acl_.load(std::memory_order_relaxed); }
 
   // .matrixfs
   bool IsVirtual(uint64_t ino) const { return ino >= kFirstVirtualIno; }
@@ -329,6 +340,8 @@ class MatrixFs {
   std::atomic<bool> passthrough_off_{false};  // registering a backing file failed (logged once)
   // Set at INIT: the kernel caches writes and owns regular files' c/mtime.
   std::atomic<bool> writeback_cache_{false};
+  // Set at INIT: the kernel granted FUSE_POSIX_ACL and FUSE_DONT_MASK.
+  std::atomic<bool> posix_acl_{false};
 };
 
 }  // namespace mxfs

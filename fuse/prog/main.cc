@@ -9,7 +9,8 @@
 // writeback cache), uring (serve requests through FUSE over io_uring, Linux
 // 6.14+, fuse/uring_channel.h; falls back to /dev/fuse with a warning when
 // the kernel does not offer it), uring_threads=N (ring threads per CPU
-// queue, one entry each; default 4), allow_other,
+// queue, one entry each; default 4), acl / noacl (POSIX ACLs, on by
+// default), allow_other,
 // default_permissions (always on), ro, debug; allow_other is implied when
 // root mounts (as for a kernel filesystem); the kernel's generic mount
 // options (nosuid, nodev, noexec, noatime, ...) pass through; fstab-only
@@ -72,6 +73,7 @@ struct Args {
   bool allow_other = false;
   double container_share = 0.0;  // -o container_share=F (0: the superblock's)
   bool fuse_passthrough = false;  // -o passthrough (FUSE passthrough for large files)
+  bool posix_acl = true;          // -o noacl turns POSIX ACLs off
   bool uring = false;             // -o uring (FUSE over io_uring)
   int uring_threads = 4;          // -o uring_threads=N (per CPU queue)
   uint32_t spin_us = kDefaultSpinUs;  // -o spin_us=N (KernelChannel::SetSpinMicros)
@@ -97,6 +99,8 @@ struct Args {
                "                     (0 < F < 1; default: the one stored by mkfs, 0.6)\n"
                "  -o passthrough     the kernel reads and writes large files' objects directly\n"
                "                     (FUSE passthrough; turns the writeback cache off)\n"
+               "  -o noacl           no POSIX ACLs (system.posix_acl_* is EOPNOTSUPP, the kernel\n"
+               "                     applies the umask); default: acl\n"
                "  -o spin_us=N       a FUSE worker polls N microseconds for the next request\n"
                "                     before it sleeps (0-10000, default 50; 0: off)\n"
                "  -o uring           serve requests through FUSE over io_uring (Linux 6.14+, needs\n"
@@ -174,6 +178,8 @@ void ParseOptions(const std::string& list, Args* a) {
     }
     else if (key == "debug") a->debug = a->foreground = true;
     else if (key == "passthrough") a->fuse_passthrough = true;
+    else if (key == "acl") a->posix_acl = true;
+    else if (key == "noacl") a->posix_acl = false;
     else if (key == "uring") a->uring = true;
     else if (key == "uring_threads") {
       uint32_t n = 0;
@@ -301,6 +307,7 @@ Status ArmFaults(FaultInjectionFileSystem* fs) {
 int Serve(const Args& a, int report_fd) {
   MountConfig cfg;
   cfg.read_only = a.read_only;
+  cfg.posix_acl = a.posix_acl;
   cfg.debug = a.debug;
   std::unique_ptr<FaultInjectionFileSystem> faults;
   const char* fault_env = std::getenv("MXFS_FAULTS");

@@ -62,12 +62,14 @@ TEST_CASE("KillPriv: small writes to one file cost a GETXATTR or two, not one ea
   CHECK(after["getxattr"] - before["getxattr"] <= 2);
 
   // As an unprivileged user, on a file it creates and then on one it rewrites.
+  // With POSIX ACLs the kernel also reads an inode's access ACL once (then
+  // caches it) when it checks a permission, hence one more at most.
   for (int round = 0; round < 2; ++round) {
     before = Requests(m);
     REQUIRE(AsUser(kUser, kUserGid, [&] { return SmallWrites(m.P("d/user")); }) == 0);
     after = Requests(m);
     INFO("user round " << round << ": getxattr " << before["getxattr"] << " -> " << after["getxattr"]);
-    CHECK(after["getxattr"] - before["getxattr"] <= 2);
+    CHECK(after["getxattr"] - before["getxattr"] <= 3);
   }
   struct stat st;
   REQUIRE(stat(m.P("d/user").c_str(), &st) == 0);
