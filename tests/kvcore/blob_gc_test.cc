@@ -26,11 +26,15 @@
 #include "kvcore/log_writer.h"
 #include "kvcore/version_edit.h"
 #include "ssd/blob_file.h"
+#include "tests/kvcore/db_test_util.h"
 #include "tests/kvcore/test_util.h"
 
 using namespace mxfs;
 using mxfs::testing::TempDir;
 using mxfs::testing::TempPool;
+using mxfs::testing::OpenDb;
+using mxfs::testing::Stat;
+using mxfs::testing::WriteLine;
 
 namespace {
 
@@ -82,22 +86,6 @@ std::string Value(const std::string& key, int gen) {
 int NumLevels(DB* db) {
   std::string unused;
   return db->GetProperty("matrixkv.num-files-at-level2", &unused) ? 3 : 2;
-}
-
-uint64_t Stat(DB* db, const std::string& name) {
-  std::string stats;
-  REQUIRE(db->GetProperty("matrixkv.stats", &stats));
-  const std::string needle = "\n" + name + " ";
-  const size_t at = ("\n" + stats).find(needle);
-  INFO(stats);
-  REQUIRE(at != std::string::npos);
-  return std::stoull(stats.substr(at + needle.size() - 1));
-}
-
-std::unique_ptr<DB> OpenDb(const Options& o, const std::string& path) {
-  auto db = DB::Open(o, path);
-  if (!db) FAIL("open " << path << ": " << db.error().ToString());
-  return std::move(*db);
 }
 
 void Put(DB* db, Model* model, const std::string& k, const std::string& v) {
@@ -366,15 +354,6 @@ TEST_CASE("Blob GC: a MANIFEST without blob references (older format) opens, and
 }
 
 namespace {
-
-void WriteLine(int fd, const std::string& line) {
-  size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
-    if (n <= 0) _exit(3);
-    done += static_cast<size_t>(n);
-  }
-}
 
 // The child of the crash test: loads, rewrites the hot keys (each write
 // acknowledged on fd as "A <key> <gen>" once it returned), then waits for

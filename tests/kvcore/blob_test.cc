@@ -31,11 +31,15 @@
 #include "kvcore/version_edit.h"
 #include "ssd/blob_file.h"
 #include "ssd/fault_injection_fs.h"
+#include "tests/kvcore/db_test_util.h"
 #include "tests/kvcore/test_util.h"
 
 using namespace mxfs;
 using mxfs::testing::TempDir;
 using mxfs::testing::TempPool;
+using mxfs::testing::OpenDb;
+using mxfs::testing::Stat;
+using mxfs::testing::WriteLine;
 
 namespace {
 
@@ -74,17 +78,6 @@ std::string Value(int key, int gen, size_t size) {
   while (v.size() < size) v.push_back(static_cast<char>('a' + (v.size() * 7 + static_cast<size_t>(key + gen)) % 26));
   v.resize(size);
   return v;
-}
-
-// One number from the "matrixkv.stats" property ("name value" lines).
-uint64_t Stat(DB* db, const std::string& name) {
-  std::string stats;
-  REQUIRE(db->GetProperty("matrixkv.stats", &stats));
-  const std::string needle = "\n" + name + " ";
-  const size_t at = ("\n" + stats).find(needle);
-  INFO(stats);
-  REQUIRE(at != std::string::npos);
-  return std::stoull(stats.substr(at + needle.size() - 1));
 }
 
 std::vector<std::string> BlobFiles(const std::string& path) {
@@ -148,12 +141,6 @@ void CheckDb(DB* db, const Model& model, const Snapshot* snap = nullptr) {
     REQUIRE(it->value().ToString() == q->second);
   }
   REQUIRE(it->status().ok());
-}
-
-std::unique_ptr<DB> OpenDb(const Options& o, const std::string& path) {
-  auto db = DB::Open(o, path);
-  if (!db) FAIL("open " << path << ": " << db.error().ToString());
-  return std::move(*db);
 }
 
 // After compactions settled: every .blob file in the directory is live.
@@ -820,15 +807,6 @@ TEST_CASE("Blob: ENOSPC or EIO on a .blob file or the MANIFEST fails the compact
 }
 
 namespace {
-
-void WriteLine(int fd, const std::string& line) {
-  size_t off = 0;
-  while (off < line.size()) {
-    const ssize_t n = ::write(fd, line.data() + off, line.size() - off);
-    if (n <= 0) _exit(3);
-    off += static_cast<size_t>(n);
-  }
-}
 
 // The child: "I <key> <value|->" before a write, "A" after it is
 // acknowledged; dies at kill_at (SIGKILL), or exits 5 if it never got there.

@@ -19,6 +19,7 @@
 using namespace mxfs;
 using mxfs::testing::TempDir;
 using mxfs::testing::TempPool;
+using mxfs::testing::WriteLine;
 
 namespace {
 
@@ -35,15 +36,6 @@ Options CrashOptions(const std::string& pool, int column_threads = 1) {
   o.num_levels = 4;
   o.block_size = 512;
   return o;
-}
-
-void WriteLine(int fd, const std::string& line) {
-  size_t off = 0;
-  while (off < line.size()) {
-    ssize_t n = ::write(fd, line.data() + off, line.size() - off);
-    if (n <= 0) _exit(3);
-    off += static_cast<size_t>(n);
-  }
 }
 
 // The child: "I <key> <value|->" before a write, "A" after it is acknowledged.

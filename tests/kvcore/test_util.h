@@ -91,4 +91,15 @@ void RunInFreshThread(Fn&& fn) {
   t.join();
 }
 
+// A crash test's child reports to its parent over a pipe, line by line; a
+// parent that is gone ends the child (exit 3).
+inline void WriteLine(int fd, const std::string& line) {
+  size_t off = 0;
+  while (off < line.size()) {
+    const ssize_t n = ::write(fd, line.data() + off, line.size() - off);
+    if (n <= 0) _exit(3);
+    off += static_cast<size_t>(n);
+  }
+}
+
 }  // namespace mxfs::testing
