@@ -332,8 +332,9 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
     Status s = versions_->Recover();
     l.lock();
     MXFS_RETURN_IF_ERROR(s);
+    const std::shared_ptr<Version> recovered = versions_->current();
     for (int level = 0; level < ctx_.options.num_levels; level++) {
-      for (const auto& f : versions_->current()->files(level)) {
+      for (const auto& f : recovered->files(level)) {
         if (!tables.contains(f->number)) {
           return Status::Corruption(ManifestFileName(dbname, versions_->ManifestFileNumber()) +
                                     " names table " + TableFileName(dbname, f->number) + " (level " +
@@ -341,7 +342,7 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
         }
       }
     }
-    for (const auto& [number, b] : versions_->current()->blob_files()) {
+    for (const auto& [number, b] : recovered->blob_files()) {
       if (!blob_files.contains(number)) {
         return Status::Corruption(ManifestFileName(dbname, versions_->ManifestFileNumber()) + " names blob file " +
                                   BlobFileName(dbname, number) + ", which does not exist");
@@ -1739,7 +1740,8 @@ std::string DBImpl::StatsString() const {
   r += "column.parallel " + Num(stat_column_parallel_) + "\n";
   {
     uint64_t files = 0, bytes = 0, garbage = 0;
-    for (const auto& [number, b] : versions_->current()->blob_files()) {
+    const std::shared_ptr<Version> v = versions_->current();
+    for (const auto& [number, b] : v->blob_files()) {
       files++;
       bytes += b->meta.record_bytes;
       garbage += b->garbage.bytes;
@@ -1780,7 +1782,8 @@ bool DBImpl::GetProperty(std::string_view name, std::string* value) {
     *value = ContainerString();
   } else if (p == "blob-files") {
     std::string r = "number  records  record_bytes  garbage_records  garbage_bytes  garbage_ratio  file_size\n";
-    for (const auto& [number, b] : versions_->current()->blob_files()) {
+    const std::shared_ptr<Version> v = versions_->current();
+    for (const auto& [number, b] : v->blob_files()) {
       r += Num(number) + "  " + Num(b->meta.records) + "  " + Num(b->meta.record_bytes) + "  " +
            Num(b->garbage.records) + "  " + Num(b->garbage.bytes) + "  " + Num(b->GarbageRatio()) + "  " +
            Num(b->meta.file_size) + "\n";

@@ -216,12 +216,9 @@ class ContainerLevel0 final : public Level0 {
     if (entries == 0) return Status::OK();
     MatrixContainer* mc = nvm_->container();
     while (true) {
-      auto row = mc->AddRow(iter, max_seq);
+      auto row = mc->AddRow(iter, max_seq, &result->nvm_bytes);
       if (row) {
         nvm_->container_full = false;
-        for (const RowRef& r : mc->Current()->rows()) {
-          if (r.table->row_id() == *row) result->nvm_bytes = uint64_t{r.table->page_count()} * kPoolPageSize;
-        }
         break;
       }
       if (!row.error().IsBusy()) return row.error();

@@ -437,7 +437,7 @@ uint64_t MatrixContainer::MaxRowSequence() const {
   return m;
 }
 
-Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence) {
+Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence, uint64_t* pm_bytes) {
   std::lock_guard<std::mutex> fl(flush_mu_);
   RowTableBuilder builder(options_.comparator);
   builder.UseBuffer(std::move(scratch_entries_));
@@ -583,6 +583,7 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence) {
   InstallLocked(std::move(v), {});
   auto sw = MaybeSwitchLocked(false);
   if (!sw) return Err(sw.error());
+  if (pm_bytes != nullptr) *pm_bytes = uint64_t{npages} * kPoolPageSize;
   return id;
 }
 

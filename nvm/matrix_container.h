@@ -166,8 +166,9 @@ class MatrixContainer {
   // container has no room (wait for column compaction); no row is added
   // then, and if the compactor was empty the receiver becomes the compactor
   // so that compaction can make room. InvalidArgument if the row is larger
-  // than the whole container.
-  Result<uint64_t> AddRow(Iterator* it, uint64_t max_sequence = 0);
+  // than the whole container. *pm_bytes (if given) gets the bytes of pool
+  // the row occupies, so that the caller need not look the row up again.
+  Result<uint64_t> AddRow(Iterator* it, uint64_t max_sequence = 0, uint64_t* pm_bytes = nullptr);
   // The highest max_sequence of any live row (0 if none): after a crash,
   // WAL records at or below it are already in the container.
   uint64_t MaxRowSequence() const;

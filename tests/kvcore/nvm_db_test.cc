@@ -8,7 +8,10 @@
 
 #include <cstdlib>
 
+#include <atomic>
 #include <map>
+#include <thread>
+#include <vector>
 
 #include "base/random.h"
 #include "kvcore/include/db.h"
@@ -146,6 +149,58 @@ TEST_CASE("NVM DB: a full container is compacted column by column into L1 and no
   if (!again) FAIL(again.error().ToString());
   db = std::move(*again);
   check(model, nullptr);
+}
+
+// Issue 20: the flush walked the rows of a container version it did not
+// hold (a temporary shared_ptr), so a reader dropping the last Version that
+// pinned it freed the rows under the loop. Readers here pin and drop
+// Versions as fast as they can while flushes and two column compaction
+// threads install container versions; under ASan a walk over a freed
+// version aborts the test.
+TEST_CASE("NVM DB: readers dropping versions while flushes and column compactions run touch no freed version", "[pm]") {
+  TempDir dir;
+  TempPool pool;
+  const std::string path = dir.Sub("db");
+  Options options = PoolOptions(pool.path());
+  options.column_compaction_threads = 2;
+  options.write_buffer_size = 8 << 10;
+  auto opened = DB::Open(options, path);
+  if (!opened) FAIL(opened.error().ToString());
+  auto db = std::move(*opened);
+  constexpr int kKeys = 2000;
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> scans{0}, bad{0};
+  auto reader = [&](uint64_t seed) {
+    Random rnd(seed);
+    while (!done.load()) {
+      if (rnd.OneIn(2)) {
+        std::string v;
+        Status s = db->Get(ReadOptions(), "k" + std::to_string(rnd.Uniform(kKeys)), &v);
+        if (!s.ok() && !s.IsNotFound()) bad++;
+        continue;
+      }
+      auto it = db->NewIterator(ReadOptions());
+      it->Seek("k" + std::to_string(rnd.Uniform(kKeys)));
+      for (int n = 0; n < 3 && it->Valid(); n++) it->Next();
+      if (!it->status().ok()) bad++;
+      scans++;
+    }
+  };
+  std::vector<std::thread> readers;
+  for (uint64_t t = 0; t < 3; t++) readers.emplace_back(reader, 11 + t);
+  Random rnd(5);
+  Status ws;
+  for (int i = 0; i < 60000 && ws.ok(); i++) {
+    ws = db->Put(WriteOptions(), "k" + std::to_string(rnd.Uniform(kKeys)), std::string(40 + rnd.Uniform(80), 'v'));
+  }
+  done = true;
+  for (auto& t : readers) t.join();
+  INFO(ws.ToString() << Prop(db.get(), "matrixkv.stats"));
+  REQUIRE(ws.ok());
+  CHECK(bad.load() == 0);
+  CHECK(scans.load() > 0);
+  CHECK(std::stoull(Prop(db.get(), "matrixkv.bytes-written-ssd")) > 0);
+  REQUIRE(db->Close().ok());
 }
 
 TEST_CASE("NVM DB: a pool and a database directory of different instances are refused") {

@@ -52,7 +52,8 @@ KVs Below(const KVs& kv, const std::string& hi, bool keep_below) {
 // Pages that the live rows of the current version occupy.
 uint32_t LivePages(MatrixContainer* c) {
   uint32_t n = 0;
-  for (const RowRef& r : c->Current()->rows()) n += r.table->page_count() - r.freed_data_pages;
+  const auto v = c->Current();
+  for (const RowRef& r : v->rows()) n += r.table->page_count() - r.freed_data_pages;
   return n;
 }
 

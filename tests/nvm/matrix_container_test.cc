@@ -441,8 +441,11 @@ TEST_CASE("MatrixContainer: reads and reopen never look at compacted pages reuse
   m.rows.insert(m.rows.begin(), Model::Row{big, false});
   REQUIRE(*f.c->SwitchReceiverToCompactor());
   m.Switch();
-  const RowTable& bt = *f.c->Current()->rows().front().table;
-  const uint32_t data_first = bt.PhysicalRuns(bt.meta_pages(), bt.meta_pages() + 1).at(0).first;
+  const uint32_t data_first = [&] {
+    const auto cv = f.c->Current();  // dropped here: the compaction below must be free to release pages
+    const RowTable& bt = *cv->rows().front().table;
+    return bt.PhysicalRuns(bt.meta_pages(), bt.meta_pages() + 1).at(0).first;
+  }();
   REQUIRE(f.c->MarkColumnCompacted("k00600000").ok());
   m.Compact("k00600000");
   const uint32_t freed = f.c->Current()->rows().front().freed_data_pages;
@@ -550,7 +553,8 @@ TEST_CASE("MatrixContainer: readers see consistent rows while flushes and column
   CHECK(f.c->GetStats().columns_compacted >= 1);
   // Nothing leaked: with no reader left, the allocator holds exactly the live rows.
   uint32_t live = 0;
-  for (const RowRef& r : f.c->Current()->rows()) live += r.table->page_count() - r.freed_data_pages;
+  const auto v = f.c->Current();
+  for (const RowRef& r : v->rows()) live += r.table->page_count() - r.freed_data_pages;
   CHECK(f.c->GetStats().pages_used == live);
 }
 
@@ -650,7 +654,8 @@ TEST_CASE("MatrixContainer: a row spreads over the holes column compaction leave
     CHECK(n == all.size());
     it.reset();
     uint32_t live = 0;
-    for (const RowRef& r : f.c->Current()->rows()) live += r.table->page_count() - r.freed_data_pages;
+    const auto v = f.c->Current();
+    for (const RowRef& r : v->rows()) live += r.table->page_count() - r.freed_data_pages;
     CHECK(f.c->GetStats().pages_used == live);
     f.Reopen();
   }
