@@ -332,7 +332,7 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
     Status s = versions_->Recover();
     l.lock();
     MXFS_RETURN_IF_ERROR(s);
-    const std::shared_ptr<Version> recovered = versions_->current();
+    const auto recovered = versions_->current();
     for (int level = 0; level < ctx_.options.num_levels; level++) {
       for (const auto& f : recovered->files(level)) {
         if (!tables.contains(f->number)) {
@@ -683,7 +683,8 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
     MXFS_RETURN_IF_ERROR(WritableStatus());
     if (shutting_down_) return Status::InvalidArgument("database " + ctx_.dbname + " is closing");
     if (force && mem_->Empty()) return Status::OK();  // nothing to switch out
-    const int l0_runs = level0_->NumRuns(*versions_->current());
+    const auto current = versions_->current();
+    const int l0_runs = level0_->NumRuns(*current);
     if (allow_delay && l0_runs >= slowdown) {
       // Many L0 runs: give compaction a millisecond, once per write.
       const uint64_t start = NowMicros();
@@ -782,7 +783,7 @@ Status DBImpl::Get(const ReadOptions& options, const Slice& key, std::string* va
     seq = options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
     mem = mem_;
     imms.assign(imms_.begin(), imms_.end());
-    v = versions_->current();
+    v = versions_->current().shared();
   }
   stat_gets_.fetch_add(1, std::memory_order_relaxed);
   LookupKey lkey(key, seq);
@@ -806,7 +807,7 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
     seq = options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
     iters.push_back(mem_->NewIterator());
     for (auto it = imms_.rbegin(); it != imms_.rend(); ++it) iters.push_back((*it)->NewIterator());
-    v = versions_->current();
+    v = versions_->current().shared();
   }
   v->AddIterators(options, &iters);
   auto merged = NewMergingIterator(&ctx_.icmp, std::move(iters));
@@ -1330,7 +1331,7 @@ Status DBImpl::ColumnCompaction(std::unique_lock<std::mutex>& l) {
   // only the container's own mutex.
   MatrixContainer* mc = nvm_->container();
   const Comparator* ucmp = ctx_.icmp.user_comparator();
-  std::shared_ptr<Version> v = versions_->current();
+  const std::shared_ptr<Version> v = versions_->current().shared();
   auto lo = mc->CompactorSmallestKey();
   if (!lo) return lo.error().IsNotFound() ? Status::OK() : lo.error();
   const std::string lo_user = ExtractUserKey(*lo).ToString();
@@ -1740,7 +1741,7 @@ std::string DBImpl::StatsString() const {
   r += "column.parallel " + Num(stat_column_parallel_) + "\n";
   {
     uint64_t files = 0, bytes = 0, garbage = 0;
-    const std::shared_ptr<Version> v = versions_->current();
+    const auto v = versions_->current();
     for (const auto& [number, b] : v->blob_files()) {
       files++;
       bytes += b->meta.record_bytes;
@@ -1753,7 +1754,7 @@ std::string DBImpl::StatsString() const {
     r += "blob.bytes.written " + Num(stat_blob_bytes_written_) + "\n";
     r += "blob.bytes.relocated " + Num(stat_blob_bytes_relocated_) + "\n";
     r += "blob.gc.compactions " + Num(stat_gc_compactions_) + "\n";
-    r += "blob.gc.score " + Num(versions_->current()->gc_score()) + "\n";
+    r += "blob.gc.score " + Num(v->gc_score()) + "\n";
   }
   r += "memtables.immutable " + Num(static_cast<uint64_t>(imms_.size())) + "\n";
   r += "last.sequence " + Num(versions_->LastSequence()) + "\n";
@@ -1782,7 +1783,7 @@ bool DBImpl::GetProperty(std::string_view name, std::string* value) {
     *value = ContainerString();
   } else if (p == "blob-files") {
     std::string r = "number  records  record_bytes  garbage_records  garbage_bytes  garbage_ratio  file_size\n";
-    const std::shared_ptr<Version> v = versions_->current();
+    const auto v = versions_->current();
     for (const auto& [number, b] : v->blob_files()) {
       r += Num(number) + "  " + Num(b->meta.records) + "  " + Num(b->meta.record_bytes) + "  " +
            Num(b->garbage.records) + "  " + Num(b->garbage.bytes) + "  " + Num(b->GarbageRatio()) + "  " +
@@ -1801,7 +1802,8 @@ bool DBImpl::GetProperty(std::string_view name, std::string* value) {
     if (n.empty() || n.size() > 2 || n.find_first_not_of("0123456789") != std::string_view::npos) return false;
     const int level = std::stoi(std::string(n));
     if (level >= ctx_.options.num_levels) return false;
-    *value = std::to_string(versions_->current()->NumFiles(level));
+    const auto v = versions_->current();
+    *value = std::to_string(v->NumFiles(level));
   } else if (p == "write-amp") {
     *value = Num(stat_user_bytes_ ? static_cast<double>(ssd) / static_cast<double>(stat_user_bytes_) : 0.0);
   } else if (p == "stall-micros") {

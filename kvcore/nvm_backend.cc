@@ -299,7 +299,7 @@ class ContainerLevel0 final : public Level0 {
   std::unique_ptr<Compaction> PickCompaction(VersionSet*, const std::shared_ptr<Version>&) override { return nullptr; }
   std::shared_ptr<const void> Pin() const override {
     if (!nvm_->is_open()) return nullptr;
-    return nvm_->container()->Current();
+    return nvm_->container()->Current().shared();
   }
 
  private:

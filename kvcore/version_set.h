@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/iterator.h"
+#include "base/pinned.h"
 #include "base/status.h"
 #include "kvcore/db_context.h"
 #include "kvcore/dbformat.h"
@@ -164,7 +165,8 @@ class VersionSet {
   // is released during I/O. On error the current Version is unchanged.
   [[nodiscard]] Status LogAndApply(VersionEdit* edit, std::unique_lock<std::mutex>& lock);
 
-  std::shared_ptr<Version> current() const { return current_; }
+  // The current Version, held by the caller (see base/pinned.h).
+  Pinned<Version> current() const { return Pinned<Version>(current_); }
   uint64_t NewFileNumber() { return next_file_number_++; }
   uint64_t PeekNextFileNumber() const { return next_file_number_; }
   void MarkFileNumberUsed(uint64_t n) {

@@ -362,9 +362,9 @@ Result<std::unique_ptr<MatrixContainer>> MatrixContainer::Open(Pool* pool, const
   return c;
 }
 
-std::shared_ptr<const ContainerVersion> MatrixContainer::Current() const {
+Pinned<const ContainerVersion> MatrixContainer::Current() const {
   std::lock_guard<std::mutex> l(mu_);
-  return current_;
+  return Pinned<const ContainerVersion>(current_);
 }
 
 std::shared_ptr<ContainerVersion> MatrixContainer::CopyCurrentLocked() const {

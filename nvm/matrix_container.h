@@ -65,6 +65,7 @@
 
 #include "base/comparator.h"
 #include "base/iterator.h"
+#include "base/pinned.h"
 #include "base/slice.h"
 #include "base/status.h"
 #include "nvm/page_allocator.h"
@@ -178,10 +179,12 @@ class MatrixContainer {
   // once the receiver holds its share). Returns true if it switched.
   Result<bool> SwitchReceiverToCompactor();
 
-  std::shared_ptr<const ContainerVersion> Current() const;
+  // The current version, held by the caller (see base/pinned.h).
+  Pinned<const ContainerVersion> Current() const;
   template <typename Found>
   void Get(const Slice& target, Found&& found) const {
-    Current()->Get(target, std::forward<Found>(found));
+    const auto v = Current();
+    v->Get(target, std::forward<Found>(found));
   }
   // A merging iterator over every live entry of every row (ties: newer row
   // first); Seek positions all rows with the cross-row hints.

@@ -17,6 +17,13 @@ using namespace mxfs::testing;
 
 namespace {
 
+// A copy of the current version's rows (each RowRef holds its RowTable), so
+// that a check can use them after the version it came from is gone.
+std::vector<RowRef> CurrentRows(const MatrixContainer& c) {
+  const auto v = c.Current();
+  return v->rows();
+}
+
 using KVs = std::vector<std::pair<std::string, std::string>>;
 
 struct Fixture {
@@ -159,7 +166,7 @@ TEST_CASE("MatrixContainer: hinted Get visits the same entries as a full search"
     Model m;
     const uint64_t space = 3000;
     BuildMixed(&f, &m, seed, space);
-    REQUIRE(f.c->Current()->rows().size() == m.rows.size());
+    REQUIRE(CurrentRows(*f.c).size() == m.rows.size());
     Random rnd(seed * 100);
     for (int i = 0; i < 2000; i++) {
       std::string target = RandomTarget(&rnd, space);
@@ -364,7 +371,7 @@ TEST_CASE("MatrixContainer: column compaction frees pages, drops empty rows and 
   CHECK(f.c->GetStats().pages_used == 0);
   f.Reopen();
   CHECK(f.c->GetStats().pages_used == 0);
-  CHECK(f.c->Current()->rows().empty());
+  CHECK(CurrentRows(*f.c).empty());
 }
 
 TEST_CASE("MatrixContainer: pages a reader may still use are freed only after it lets go", "[pm]") {
@@ -448,7 +455,7 @@ TEST_CASE("MatrixContainer: reads and reopen never look at compacted pages reuse
   }();
   REQUIRE(f.c->MarkColumnCompacted("k00600000").ok());
   m.Compact("k00600000");
-  const uint32_t freed = f.c->Current()->rows().front().freed_data_pages;
+  const uint32_t freed = CurrentRows(*f.c).front().freed_data_pages;
   REQUIRE(freed > 10);
   CHECK_FALSE(f.c->allocator().IsUsed(data_first));
   // Fill the container, so newer rows overwrite the freed pages.
@@ -633,7 +640,7 @@ TEST_CASE("MatrixContainer: a row spreads over the holes column compaction leave
   m.Switch();
   REQUIRE(f.c->MarkColumnCompacted("k00500000").ok());
   m.Compact("k00500000");
-  const uint32_t row_pages = f.c->Current()->rows().front().table->page_count();
+  const uint32_t row_pages = CurrentRows(*f.c).front().table->page_count();
   CHECK(f.c->allocator().LargestFreeRun() < row_pages);
   KVs kv = RandomRow(&rnd, 3000, 1000000, "spread");
   VectorIterator in(kv);
@@ -659,5 +666,5 @@ TEST_CASE("MatrixContainer: a row spreads over the holes column compaction leave
     CHECK(f.c->GetStats().pages_used == live);
     f.Reopen();
   }
-  CHECK(f.c->Current()->rows().front().table->extents().size() > 1);
+  CHECK(CurrentRows(*f.c).front().table->extents().size() > 1);
 }
