@@ -81,7 +81,9 @@ uint32_t PosixAcl::ModeBits() const {
 
 bool PosixAcl::EquivalentToMode() const {
   for (const Entry& e : entries_) {
-    if (e.tag == kUser || e.tag == kGroup) return false;
+    // A mask is not in the mode: with one, the group bits show the mask and
+    // the owning group's own entry would be lost (posix_acl_equiv_mode).
+    if (e.tag == kUser || e.tag == kGroup || e.tag == kMask) return false;
   }
   return true;
 }

@@ -56,7 +56,8 @@ class PosixAcl {
 
   // posix_acl_equiv_mode: the permission bits (0777) the ACL implies (group
   // = MASK when present, else GROUP_OBJ), and whether the ACL says no more
-  // than those bits (only USER_OBJ, GROUP_OBJ, OTHER and maybe MASK).
+  // than those bits (only USER_OBJ, GROUP_OBJ and OTHER: a MASK makes the
+  // group bits the mask's, so an ACL with one is never equivalent).
   uint32_t ModeBits() const;
   bool EquivalentToMode() const;
 

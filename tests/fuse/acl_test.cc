@@ -123,6 +123,12 @@ TEST_CASE("ACL format: valid ACLs decode, re-encode to the same bytes and give t
   REQUIRE(plain.has_value());
   CHECK(plain->EquivalentToMode());
   CHECK(plain->ModeBits() == 0751);
+  // A mask alone already says more than the mode (issue 19).
+  auto masked = PosixAcl::Decode(Blob({{PosixAcl::kUserObj, 0, kU}, {PosixAcl::kGroupObj, 0, kU},
+                                       {PosixAcl::kMask, 4, kU}, {PosixAcl::kOther, 0, kU}}));
+  REQUIRE(masked.has_value());
+  CHECK_FALSE(masked->EquivalentToMode());
+  CHECK(masked->ModeBits() == 0040);
   // The kernel (and so ext4) does not check the named entries' ids for
   // order or repeats; neither does the daemon.
   CHECK(PosixAcl::Decode(Blob({{PosixAcl::kUserObj, 6, kU}, {PosixAcl::kUser, 4, kC}, {PosixAcl::kUser, 4, kC},
@@ -209,6 +215,30 @@ TEST_CASE("ACL: a named-user entry grants access, the mask limits it, chmod rewr
     CHECK(Mode(f) == 0750);
     CHECK(Get(f, kAccess) == "errno:" + std::to_string(ENODATA));
     CHECK(OpenAs(kC, kCGid, f, O_RDONLY) == EACCES);
+  });
+}
+
+// setfacl --set u::---,g::---,m::r--,o::--- f: the ACL is kept (the mode's
+// group bits show the mask), so the owning group still has no access. Stored
+// as mode 040 alone it would let the group read (issue 19).
+TEST_CASE("ACL: an ACL with a mask and only the base entries is kept and grants the group nothing", "[fuse][acl]") {
+  const std::string base_mask = Blob({{PosixAcl::kUserObj, 0, kU},
+                                      {PosixAcl::kGroupObj, 0, kU},
+                                      {PosixAcl::kMask, 4, kU},
+                                      {PosixAcl::kOther, 0, kU}});
+  MountFixture m;
+  OnBoth(m, [&](const std::string& base) {
+    const std::string f = base + "/f";
+    REQUIRE(WriteAll(f, "secret"));
+    REQUIRE(chown(f.c_str(), 0, kCGid) == 0);
+    REQUIRE(chmod(f.c_str(), 0640) == 0);
+    CHECK(OpenAs(kC, kCGid, f, O_RDONLY) == 0);  // the group may read before
+    REQUIRE(Set(f, kAccess, base_mask) == 0);
+    CHECK(Mode(f) == 0040);
+    CHECK(Get(f, kAccess) == base_mask);
+    CHECK(OpenAs(kC, kCGid, f, O_RDONLY) == EACCES);  // a member of the owning group
+    CHECK(OpenAs(kD, kDGid, f, O_RDONLY) == EACCES);
+    CHECK(OpenAs(0, 0, f, O_RDONLY) == 0);  // root overrides, as on ext4
   });
 }
 
