@@ -1,7 +1,8 @@
 # MatrixFS — one non-recursive GNU Makefile. Each folder adds its own rules
 # in <folder>/module.mk through the helpers defined here.
 #
-#   make            build everything into build/ (make SAN=1: ASan+UBSan into build-san/)
+#   make            build everything into build/ (make SAN=1: ASan+UBSan into build-san/,
+#                   make TSAN=1: ThreadSanitizer into build-tsan/)
 #   make test       install missing packages, build, run every test
 #   make run        install missing packages, build, format and mount a default instance
 #   make deps       apt-get install what pkg-config cannot find
@@ -20,6 +21,10 @@ ifeq ($(SAN),1)
   BUILD ?= build-san
   OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
   SANLD := -fsanitize=address,undefined
+else ifeq ($(TSAN),1)
+  BUILD ?= build-tsan
+  OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
+  SANLD := -fsanitize=thread
 else
   BUILD ?= build
   OPT := -O2 -g
@@ -84,6 +89,6 @@ run: deps
 	@./tools/run-default.sh $(BUILD)
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-tsan
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
