@@ -3,6 +3,7 @@
 #
 #   make            build everything into build/ (make SAN=1: ASan+UBSan into build-san/,
 #                   make TSAN=1: ThreadSanitizer into build-tsan/)
+#   make tsan-test  the engine and container tests under ThreadSanitizer
 #   make test       install missing packages, build, run every test
 #   make run        install missing packages, build, format and mount a default instance
 #   make deps       apt-get install what pkg-config cannot find
@@ -71,7 +72,7 @@ $(BUILD)/obj/%.o: %.cc
 MODULES := base ssd nvm kvcore fuse mkfs tools tools/torture tests tests/fuzz
 include $(patsubst %,%/module.mk,$(MODULES))
 
-.PHONY: all deps test run clean check-deps install
+.PHONY: all deps test run clean check-deps install tsan-test
 all: $(ALL_BINS)
 
 # Installs, as root, the Debian packages that are missing. Nothing happens
@@ -87,6 +88,17 @@ test: deps
 run: deps
 	@$(MAKE) --no-print-directory all
 	@./tools/run-default.sh $(BUILD)
+
+# The engine and container tests under ThreadSanitizer (issue 20): run it,
+# as make SAN=1 test, before calling a change to kvcore/, nvm/ or ssd/ done.
+TSAN_TESTS := test_ssd test_nvm test_kvcore
+tsan-test: deps
+	@$(MAKE) --no-print-directory TSAN=1 $(addprefix build-tsan/bin/,$(TSAN_TESTS))
+	@set -e; for t in $(TSAN_TESTS); do \
+	  log=build-tsan/$$t.log; \
+	  if build-tsan/bin/$$t --use-colour no > $$log 2>&1; then echo "$$t (ThreadSanitizer): $$(grep -E '^All tests passed' $$log)"; \
+	  else tail -60 $$log; echo "$$t (ThreadSanitizer) failed; full log: $$log"; exit 1; fi; \
+	done
 
 clean:
 	rm -rf build build-san build-tsan
