@@ -4,10 +4,17 @@
 #   make            build everything into build/ (make SAN=1: ASan+UBSan into build-san/,
 #                   make TSAN=1: ThreadSanitizer into build-tsan/)
 #   make tsan-test  the engine and container tests under ThreadSanitizer
-#   make test       install missing packages, build, run every test
-#   make run        install missing packages, build, format and mount a default instance
+#   make test       install missing packages, build, run every test (one line per suite)
+#   make run        install missing packages, build the programs, format and mount a
+#                   default instance under var/ and say where it is
+#   make stop       unmount the default instance (its data stays for the next make run)
 #   make deps       apt-get install what pkg-config cannot find
-#   make clean
+#   make install    PREFIX=/usr/local, DESTDIR honoured
+#   make clean      make stop, delete the default instance and its pool, and the build folders
+#
+# make run and make test build with every core unless -j is given (on the
+# command line or in MAKEFLAGS, as .ci/run does). The compiler runs through
+# ccache when it is installed (CCACHE= turns it off).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
@@ -65,15 +72,22 @@ $(BIN)/$(1): $$(patsubst %.cc,$(BUILD)/obj/%.o,$(2)) $$(call lib_deps,$(3))
 ALL_BINS += $(BIN)/$(1)
 endef
 
+ifeq ($(origin CCACHE),undefined)
+  CCACHE := $(shell command -v ccache 2>/dev/null)
+endif
+
 $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) -c -o $@ $<
+	$(CCACHE) $(CXX) $(CXXFLAGS) -c -o $@ $<
 
 MODULES := base ssd nvm kvcore fuse mkfs tools tools/torture tests tests/fuzz
 include $(patsubst %,%/module.mk,$(MODULES))
 
-.PHONY: all deps test run clean check-deps install tsan-test
+.PHONY: all deps test run run-programs stop clean install tsan-test
 all: $(ALL_BINS)
+
+# A sub-make with every core, unless the caller chose a -j itself.
+SUBMAKE = $(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
 
 # Installs, as root, the Debian packages that are missing. Nothing happens
 # when everything is present, so it is cheap to call before every build.
@@ -82,12 +96,20 @@ deps:
 	@./tools/install-deps.sh $(DEB_PKGS)
 
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(SUBMAKE) all
 	@./tests/run-tests.sh $(BUILD)
 
+# What make run starts and what its message tells the user to call.
+RUN_PROGRAMS := matrixfs mount.matrixfs mkfs.matrixfs fsck.matrixfs matrixfs-stat
+run-programs: $(addprefix $(BIN)/,$(RUN_PROGRAMS))
+	@:
+
 run: deps
-	@$(MAKE) --no-print-directory all
-	@./tools/run-default.sh $(BUILD)
+	@$(SUBMAKE) run-programs
+	@./tools/run-default.sh start $(BUILD)
+
+stop:
+	@./tools/run-default.sh stop $(BUILD)
 
 # The engine and container tests under ThreadSanitizer (issue 20): run it,
 # as make SAN=1 test, before calling a change to kvcore/, nvm/ or ssd/ done.
@@ -101,6 +123,7 @@ tsan-test: deps
 	done
 
 clean:
+	@./tools/run-default.sh delete $(BUILD)
 	rm -rf build build-san build-tsan
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
