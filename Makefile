@@ -95,9 +95,9 @@ DEB_PKGS := g++ make pkg-config libfuse3-dev fuse3 libpmem2-dev liburing-dev lib
 deps:
 	@./tools/install-deps.sh $(DEB_PKGS)
 
+# The build's output goes to $(BUILD)/test-logs/build.log like the suites'.
 test: deps
-	@$(SUBMAKE) all
-	@./tests/run-tests.sh $(BUILD)
+	+@./tests/run-tests.sh $(BUILD) $(SUBMAKE) all
 
 # What make run starts and what its message tells the user to call.
 RUN_PROGRAMS := matrixfs mount.matrixfs mkfs.matrixfs fsck.matrixfs matrixfs-stat
