@@ -11,7 +11,8 @@ $(eval $(call program,mxfs-meta-storm,tools/load/meta_storm.cc,))
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the daemon, its mount(8)
 # helper, mkfs and fsck into sbin; matrixfs-stat and kvbench into bin; the
-# man pages into share/man. Installs what is built (builds it if needed).
+# man pages into share/man (mount.matrixfs.8 a link to matrixfs.8). Installs
+# what is built (builds it if needed).
 PREFIX ?= /usr/local
 INSTALL_SBIN := matrixfs mount.matrixfs mkfs.matrixfs fsck.matrixfs
 INSTALL_BIN := matrixfs-stat kvbench
@@ -23,3 +24,11 @@ install: $(addprefix $(BIN)/,$(INSTALL_SBIN) $(INSTALL_BIN))
 	  install -d $(DESTDIR)$(PREFIX)/share/man/man$$s && \
 	  install -m 0644 man/*.$$s $(DESTDIR)$(PREFIX)/share/man/man$$s/ || exit 1; \
 	done
+	ln -sf matrixfs.8 $(DESTDIR)$(PREFIX)/share/man/man8/mount.matrixfs.8
+
+# make deb: build/deb/matrixfs_VERSION_ARCH.deb, built with dpkg-deb over a
+# staged make install (tools/deb/build-deb.sh; lintian checks it when installed).
+.PHONY: deb
+deb: deps
+	@./tools/install-deps.sh dpkg-dev
+	+@./tools/deb/build-deb.sh build/deb $(SUBMAKE)
