@@ -9,12 +9,15 @@
 #                   default instance under var/ and say where it is
 #   make stop       unmount the default instance (its data stays for the next make run)
 #   make deps       apt-get install what pkg-config cannot find
+#   make bench-deps apt-get install what tools/bench/*.sh and tools/load/*.sh call
+#   make deb        a Debian package in build/deb/ (tools/deb/build-deb.sh)
 #   make install    PREFIX=/usr/local, DESTDIR honoured
 #   make clean      make stop, delete the default instance and its pool, and the build folders
 #
-# make run and make test build with every core unless -j is given (on the
+# make run, test and deb build with every core unless -j is given (on the
 # command line or in MAKEFLAGS, as .ci/run does). The compiler runs through
-# ccache when it is installed (CCACHE= turns it off).
+# ccache when it is installed (make bench-deps installs it; CCACHE= turns
+# it off).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
@@ -83,7 +86,7 @@ $(BUILD)/obj/%.o: %.cc
 MODULES := base ssd nvm kvcore fuse mkfs tools tools/torture tests tests/fuzz
 include $(patsubst %,%/module.mk,$(MODULES))
 
-.PHONY: all deps test run run-programs stop clean install tsan-test
+.PHONY: all deps bench-deps test run run-programs stop clean install tsan-test
 all: $(ALL_BINS)
 
 # A sub-make with every core, unless the caller chose a -j itself.
@@ -94,6 +97,14 @@ SUBMAKE = $(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shel
 DEB_PKGS := g++ make pkg-config libfuse3-dev fuse3 libpmem2-dev liburing-dev libxxhash-dev catch2 fio git rsync tar gcc groff-base
 deps:
 	@./tools/install-deps.sh $(DEB_PKGS)
+
+# What the benchmark and load scripts call besides the build: gnuplot for
+# their plots, RocksDB's db_bench, fs_mark, fio, python3, a C compiler and
+# libfuse's examples (fs_vs_ext4.sh builds passthrough_ll), top and free;
+# ccache makes the rebuilds at each measured commit cheap.
+BENCH_DEB_PKGS := gnuplot-nox rocksdb-tools fsmark fio ccache python3 gcc pkg-config libfuse3-dev procps
+bench-deps: deps
+	@./tools/install-deps.sh $(BENCH_DEB_PKGS)
 
 # The build's output goes to $(BUILD)/test-logs/build.log like the suites'.
 test: deps
