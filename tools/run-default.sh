@@ -108,6 +108,14 @@ case "$cmd" in
       echo "the daemon of the mount at $mnt is gone; unmounting it first"
       umount "$mnt" 2>/dev/null || umount -l "$mnt"
     fi
+    pool=$(pool_path)
+    if [ -n "$pool" ] && [ ! -e "$pool" ]; then
+      # /dev/shm is emptied at boot: the instance lost its log and L0.
+      echo "the pool of $(rel "$data") ($pool) is gone (a reboot empties /dev/shm);" >&2
+      echo "tools/run-default.sh delete deletes the instance (make clean also deletes the build);" \
+        "then make run formats a new one" >&2
+      exit 1
+    fi
     fmt=()
     if [ -z "$(ls -A "$data")" ]; then
       fmt=(-o format,pool)
