@@ -20,15 +20,7 @@ Status BlobIndex::DecodeFrom(const Slice& src) {
   return Status::OK();
 }
 
-Result<std::shared_ptr<BlobFileReader>> BlobStore::Find(uint64_t number) {
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    auto it = readers_.find(number);
-    if (it != readers_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
-      return it->second.reader;
-    }
-  }
+Result<std::shared_ptr<BlobFileReader>> BlobStore::Open(uint64_t number) {
   const std::string path = BlobFileName(ctx_->dbname, number);
   auto size = ctx_->fs->GetFileSize(path);
   if (!size) return Err(size.error().WithContext("a blob index names blob file " + std::to_string(number)));
@@ -39,17 +31,7 @@ Result<std::shared_ptr<BlobFileReader>> BlobStore::Find(uint64_t number) {
   if (!file) return Err(file.error());
   auto reader = BlobFileReader::Open(std::move(*file), *size);
   if (!reader) return Err(reader.error());
-  std::shared_ptr<BlobFileReader> shared = std::move(*reader);
-  std::lock_guard<std::mutex> g(mu_);
-  auto it = readers_.find(number);
-  if (it != readers_.end()) return it->second.reader;  // another thread won the race
-  lru_.push_front(number);
-  readers_.emplace(number, Entry{shared, lru_.begin()});
-  while (readers_.size() > capacity_) {  // readers still in use stay open until they are done
-    readers_.erase(lru_.back());
-    lru_.pop_back();
-  }
-  return shared;
+  return std::shared_ptr<BlobFileReader>(std::move(*reader));
 }
 
 Status BlobStore::Read(const Slice& user_key, const Slice& encoded_index, std::string* value) {
@@ -59,22 +41,9 @@ Status BlobStore::Read(const Slice& user_key, const Slice& encoded_index, std::s
 }
 
 Status BlobStore::Read(const Slice& user_key, const BlobIndex& index, std::string* value) {
-  auto reader = Find(index.file_number);
+  auto reader = readers_.FindOrOpen(index.file_number, [&] { return Open(index.file_number); });
   if (!reader) return reader.error();
   return (*reader)->Get(user_key, index.offset, index.value_size, value);
-}
-
-void BlobStore::Evict(uint64_t number) {
-  std::lock_guard<std::mutex> g(mu_);
-  auto it = readers_.find(number);
-  if (it == readers_.end()) return;
-  lru_.erase(it->second.lru_pos);
-  readers_.erase(it);
-}
-
-size_t BlobStore::OpenFiles() {
-  std::lock_guard<std::mutex> g(mu_);
-  return readers_.size();
 }
 
 }  // namespace mxfs

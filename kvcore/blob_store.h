@@ -28,20 +28,18 @@
 // and the file leaves the tree even where no size compaction goes.
 // CompactRange ends with such steps over its range.
 //
-// Thread-safety: BlobIndex is a value type; BlobStore is thread-safe (one
-// internal mutex, never held across I/O).
+// Thread-safety: BlobIndex is a value type; BlobStore is thread-safe (its
+// FileLru's mutex, never held across I/O).
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "base/slice.h"
 #include "base/status.h"
 #include "kvcore/db_context.h"
+#include "kvcore/file_lru.h"
 #include "ssd/blob_file.h"
 
 namespace mxfs {
@@ -58,10 +56,11 @@ struct BlobIndex {
 };
 
 // Keeps at most max_open_files blob files open (least recently read first
-// out), so a large database does not run into RLIMIT_NOFILE.
+// out, kvcore/file_lru.h), so a large database does not run into
+// RLIMIT_NOFILE.
 class BlobStore {
  public:
-  BlobStore(const DbContext* ctx, size_t max_open_files) : ctx_(ctx), capacity_(max_open_files) {}
+  BlobStore(const DbContext* ctx, size_t max_open_files) : ctx_(ctx), readers_(max_open_files) {}
   BlobStore(const BlobStore&) = delete;
   BlobStore& operator=(const BlobStore&) = delete;
 
@@ -71,22 +70,15 @@ class BlobStore {
   // The same for an index already decoded.
   [[nodiscard]] Status Read(const Slice& user_key, const BlobIndex& index, std::string* value);
   // Forgets the reader of a file that is being deleted.
-  void Evict(uint64_t number);
+  void Evict(uint64_t number) { readers_.Evict(number); }
   // Blob files open now (at most max_open_files).
-  size_t OpenFiles();
+  size_t OpenFiles() { return readers_.Size(); }
 
  private:
-  struct Entry {
-    std::shared_ptr<BlobFileReader> reader;
-    std::list<uint64_t>::iterator lru_pos;
-  };
-  Result<std::shared_ptr<BlobFileReader>> Find(uint64_t number);
+  Result<std::shared_ptr<BlobFileReader>> Open(uint64_t number);
 
   const DbContext* const ctx_;
-  const size_t capacity_;
-  std::mutex mu_;
-  std::unordered_map<uint64_t, Entry> readers_;  // guarded by mu_
-  std::list<uint64_t> lru_;                      // front = most recent; guarded by mu_
+  FileLru<BlobFileReader> readers_;
 };
 
 }  // namespace mxfs

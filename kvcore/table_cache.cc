@@ -5,14 +5,10 @@
 namespace mxfs {
 
 Result<std::shared_ptr<Table>> TableCache::FindTable(uint64_t number, uint64_t file_size) {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = map_.find(number);
-    if (it != map_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
-      return it->second.table;
-    }
-  }
+  return tables_.FindOrOpen(number, [&] { return Open(number, file_size); });
+}
+
+Result<std::shared_ptr<Table>> TableCache::Open(uint64_t number, uint64_t file_size) {
   const std::string path = TableFileName(ctx_->dbname, number);
   // A Get reads one block at a time: pread is cheaper than a one-entry ring
   // submission for it (BENCHMARKS.md, "readrandom after the load").
@@ -26,17 +22,7 @@ Result<std::shared_ptr<Table>> TableCache::FindTable(uint64_t number, uint64_t f
     if (s.message().find(path) == std::string_view::npos) s = s.WithContext(path);
     return Err(std::move(s));
   }
-  std::shared_ptr<Table> t(std::move(*table));
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = map_.find(number);
-  if (it != map_.end()) return it->second.table;  // another thread opened it meanwhile
-  lru_.push_front(number);
-  map_.emplace(number, Entry{t, lru_.begin()});
-  while (map_.size() > capacity_ && !lru_.empty()) {
-    map_.erase(lru_.back());  // users keep their shared_ptr
-    lru_.pop_back();
-  }
-  return t;
+  return std::shared_ptr<Table>(std::move(*table));
 }
 
 std::unique_ptr<Iterator> TableCache::NewIterator(const ReadOptions& options, uint64_t number,
@@ -53,19 +39,6 @@ Status TableCache::Get(const ReadOptions& options, uint64_t number, uint64_t fil
   auto t = FindTable(number, file_size);
   if (!t) return t.error();
   return (*t)->Get(ikey, found, options.fill_cache);
-}
-
-void TableCache::Evict(uint64_t number) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = map_.find(number);
-  if (it == map_.end()) return;
-  lru_.erase(it->second.lru_pos);
-  map_.erase(it);
-}
-
-size_t TableCache::Size() {
-  std::lock_guard<std::mutex> l(mu_);
-  return map_.size();
 }
 
 }  // namespace mxfs
