@@ -6,92 +6,6 @@ namespace mxfs {
 
 namespace {
 
-// The classic k-way merge with a direction: moving forward every child sits
-// at the first key > key(); moving backward every child at the last key < key().
-class MergingIterator final : public Iterator {
- public:
-  MergingIterator(const Comparator* cmp, std::vector<std::unique_ptr<Iterator>> children)
-      : cmp_(cmp), children_(std::move(children)) {}
-
-  bool Valid() const override { return current_ != nullptr; }
-  void SeekToFirst() override {
-    for (auto& c : children_) c->SeekToFirst();
-    FindSmallest();
-    direction_ = kForward;
-  }
-  void SeekToLast() override {
-    for (auto& c : children_) c->SeekToLast();
-    FindLargest();
-    direction_ = kReverse;
-  }
-  void Seek(const Slice& target) override {
-    for (auto& c : children_) c->Seek(target);
-    FindSmallest();
-    direction_ = kForward;
-  }
-  void Next() override {
-    if (direction_ != kForward) {
-      // Put every other child just after key().
-      const std::string k = key().ToString();
-      for (auto& c : children_) {
-        if (c.get() == current_) continue;
-        c->Seek(k);
-        if (c->Valid() && cmp_->Compare(k, c->key()) == 0) c->Next();
-      }
-      direction_ = kForward;
-    }
-    current_->Next();
-    FindSmallest();
-  }
-  void Prev() override {
-    if (direction_ != kReverse) {
-      // Put every other child just before key().
-      const std::string k = key().ToString();
-      for (auto& c : children_) {
-        if (c.get() == current_) continue;
-        c->Seek(k);
-        if (c->Valid()) c->Prev();
-        else c->SeekToLast();
-      }
-      direction_ = kReverse;
-    }
-    current_->Prev();
-    FindLargest();
-  }
-  Slice key() const override { return current_->key(); }
-  Slice value() const override { return current_->value(); }
-  Status status() const override {
-    for (const auto& c : children_) {
-      Status s = c->status();
-      if (!s.ok()) return s;
-    }
-    return Status::OK();
-  }
-
- private:
-  void FindSmallest() {
-    Iterator* smallest = nullptr;
-    for (auto& c : children_) {
-      if (c->Valid() && (smallest == nullptr || cmp_->Compare(c->key(), smallest->key()) < 0)) smallest = c.get();
-    }
-    current_ = smallest;
-  }
-  void FindLargest() {
-    Iterator* largest = nullptr;
-    for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
-      auto& c = *it;
-      if (c->Valid() && (largest == nullptr || cmp_->Compare(c->key(), largest->key()) > 0)) largest = c.get();
-    }
-    current_ = largest;
-  }
-
-  enum Direction { kForward, kReverse };
-  const Comparator* cmp_;
-  std::vector<std::unique_ptr<Iterator>> children_;
-  Iterator* current_ = nullptr;
-  Direction direction_ = kForward;
-};
-
 class LevelIterator final : public Iterator {
  public:
   LevelIterator(TableCache* cache, const ReadOptions& options, const Comparator* icmp,
@@ -185,12 +99,6 @@ class LevelIterator final : public Iterator {
 };
 
 }  // namespace
-
-std::unique_ptr<Iterator> NewMergingIterator(const Comparator* cmp,
-                                             std::vector<std::unique_ptr<Iterator>> children) {
-  if (children.size() == 1) return std::move(children[0]);
-  return std::make_unique<MergingIterator>(cmp, std::move(children));
-}
 
 std::unique_ptr<Iterator> NewLevelIterator(TableCache* cache, const ReadOptions& options, const Comparator* icmp,
                                            std::vector<std::shared_ptr<FileMetaData>> files) {

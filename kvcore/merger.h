@@ -1,7 +1,6 @@
 // Iterators that combine others:
-//  - NewMergingIterator: the sorted union of n children (memtables, L0
-//    tables, levels). Equal keys from several children all appear; with
-//    internal keys there are none, since sequence numbers are unique.
+//  - NewMergingIterator (base/merging_iterator.h, included here): the
+//    sorted union of n children (memtables, L0 tables, levels).
 //  - NewLevelIterator: the concatenation of the tables of one sorted level
 //    (L1..Ln), opening each table only when the cursor reaches it.
 //
@@ -13,14 +12,13 @@
 
 #include "base/comparator.h"
 #include "base/iterator.h"
+#include "base/merging_iterator.h"
 #include "kvcore/include/options.h"
 #include "kvcore/version_edit.h"
 
 namespace mxfs {
 
 class TableCache;
-
-std::unique_ptr<Iterator> NewMergingIterator(const Comparator* cmp, std::vector<std::unique_ptr<Iterator>> children);
 
 // files: the level's tables, sorted and non-overlapping under icmp.
 std::unique_ptr<Iterator> NewLevelIterator(TableCache* cache, const ReadOptions& options, const Comparator* icmp,

@@ -8,6 +8,7 @@
 #include "base/coding.h"
 #include "base/hash.h"
 #include "base/logging.h"
+#include "base/merging_iterator.h"
 #include "nvm/kill_point.h"
 
 namespace mxfs {
@@ -21,97 +22,6 @@ constexpr uint64_t kCompactedValid = uint64_t{1} << 31;
 static_assert(1 + 2 * kCompactionRecordPages + kContainerRowSlots * 16 / kPoolPageSize <= kContainerRootPages);
 // The largest compaction record fits its buffer.
 static_assert(16 + kMaxCompactedKey + 16 * kContainerRowSlots <= kCompactionRecordPages * kPoolPageSize);
-
-// Merges children in comparator order; on equal keys the lower index (the
-// newer row) comes first. Seek may be routed through a positioning function
-// (the container's hinted Locate).
-class MergingIterator final : public Iterator {
- public:
-  using Locator = std::function<std::vector<uint32_t>(const Slice&)>;
-  MergingIterator(const Comparator* cmp, std::vector<std::unique_ptr<RowTableIterator>> children, Locator locate)
-      : cmp_(cmp), children_(std::move(children)), locate_(std::move(locate)) {}
-
-  bool Valid() const override { return current_ != nullptr; }
-  void SeekToFirst() override {
-    for (auto& c : children_) c->SeekToFirst();
-    FindSmallest();
-    forward_ = true;
-  }
-  void SeekToLast() override {
-    for (auto& c : children_) c->SeekToLast();
-    FindLargest();
-    forward_ = false;
-  }
-  void Seek(const Slice& target) override {
-    if (locate_) {
-      std::vector<uint32_t> pos = locate_(target);
-      for (size_t i = 0; i < children_.size(); i++) children_[i]->SeekToIndex(pos[i]);
-    } else {
-      for (auto& c : children_) c->Seek(target);
-    }
-    FindSmallest();
-    forward_ = true;
-  }
-  void Next() override {
-    if (!forward_) {
-      std::string k = key().ToString();
-      for (auto& c : children_) {
-        if (c.get() == current_) continue;
-        c->Seek(k);
-        // Equal keys go newest (lowest index) first: newer children holding k
-        // are behind us, older ones still ahead.
-        if (c->Valid() && cmp_->Compare(k, c->key()) == 0 && Index(c.get()) < Index(current_)) c->Next();
-      }
-      forward_ = true;
-    }
-    current_->Next();
-    FindSmallest();
-  }
-  void Prev() override {
-    if (forward_) {
-      std::string k = key().ToString();
-      for (auto& c : children_) {
-        if (c.get() == current_) continue;
-        c->Seek(k);
-        if (c->Valid() && cmp_->Compare(k, c->key()) == 0 && Index(c.get()) < Index(current_)) continue;
-        if (c->Valid()) c->Prev();
-        else c->SeekToLast();
-      }
-      forward_ = false;
-    }
-    current_->Prev();
-    FindLargest();
-  }
-  Slice key() const override { return current_->key(); }
-  Slice value() const override { return current_->value(); }
-  Status status() const override { return Status::OK(); }
-
- private:
-  size_t Index(const RowTableIterator* it) const {
-    for (size_t i = 0; i < children_.size(); i++)
-      if (children_[i].get() == it) return i;
-    return children_.size();
-  }
-  void FindSmallest() {
-    current_ = nullptr;
-    for (auto& c : children_) {
-      if (c->Valid() && (current_ == nullptr || cmp_->Compare(c->key(), current_->key()) < 0)) current_ = c.get();
-    }
-  }
-  void FindLargest() {
-    current_ = nullptr;
-    for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
-      auto& c = *it;
-      if (c->Valid() && (current_ == nullptr || cmp_->Compare(c->key(), current_->key()) > 0)) current_ = c.get();
-    }
-  }
-
-  const Comparator* cmp_;
-  std::vector<std::unique_ptr<RowTableIterator>> children_;
-  Locator locate_;
-  RowTableIterator* current_ = nullptr;
-  bool forward_ = true;
-};
 
 // Compaction record (see matrix_container.h): the compacted-up-to key and
 // the first live entry of every compactor row, under one checksum.
@@ -594,8 +504,12 @@ std::unique_ptr<Iterator> MatrixContainer::NewIterator() const {
     children.push_back(std::make_unique<RowTableIterator>(r.table.get(), r.start, r.table->num_entries()));
   }
   const ContainerVersion* vp = v.get();
-  auto it = std::make_unique<MergingIterator>(options_.comparator, std::move(children),
-                                              [vp](const Slice& target) { return vp->Locate(target); });
+  // Seek positions every row at once with the cross-row hints.
+  auto seek = [vp](const Slice& target, std::vector<std::unique_ptr<RowTableIterator>>& rows) {
+    const std::vector<uint32_t> pos = vp->Locate(target);
+    for (size_t i = 0; i < rows.size(); i++) rows[i]->SeekToIndex(pos[i]);
+  };
+  auto it = std::make_unique<MergingIterator<RowTableIterator>>(options_.comparator, std::move(children), seek);
   it->RegisterCleanup([v]() {});
   return it;
 }
@@ -636,7 +550,7 @@ std::unique_ptr<Iterator> MatrixContainer::NewColumnIterator(const Slice& lo, co
     uint32_t e = t.LowerBound(hi, b, t.num_entries());
     children.push_back(std::make_unique<RowTableIterator>(r.table.get(), b, e));
   }
-  auto it = std::make_unique<MergingIterator>(options_.comparator, std::move(children), nullptr);
+  auto it = std::make_unique<MergingIterator<RowTableIterator>>(options_.comparator, std::move(children));
   it->RegisterCleanup([v]() {});
   return it;
 }

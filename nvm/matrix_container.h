@@ -189,8 +189,9 @@ class MatrixContainer {
   // A merging iterator over every live entry of every row (ties: newer row
   // first); Seek positions all rows with the cross-row hints.
   std::unique_ptr<Iterator> NewIterator() const;
-  // One iterator per row, newest first, over [row start, end): for kvcore's
-  // own merging iterator. Each holds the version it came from.
+  // One iterator per row, newest first, over [row start, end): for kvcore,
+  // which merges them with its other sources. Each holds the version it
+  // came from.
   std::vector<std::unique_ptr<Iterator>> NewRowIterators() const;
 
   // Column API. The compactor's live entries with lo <= key < hi (lo empty:
