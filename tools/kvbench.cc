@@ -32,27 +32,22 @@
 // Thread-safety: the benchmark threads share only the DB (thread-safe), the
 // start/finish rendezvous under SharedState::mu and the reporter's atomic
 // counter; each owns its Stats, generator and buffers.
+//
+// The flags are in kvbench_flags.h, the measurement in kvbench_stats.h.
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <charconv>
-#include <chrono>
-#include <cinttypes>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include "base/random.h"
@@ -61,301 +56,13 @@
 #include "kvcore/include/db.h"
 #include "kvcore/include/options.h"
 #include "kvcore/include/write_batch.h"
-#include "tools/histogram.h"
+#include "tools/kvbench_flags.h"
+#include "tools/kvbench_stats.h"
 
-namespace mxfs {
+namespace mxfs::kvbench {
 namespace {
 
 constexpr double kCompressionRatio = 0.5;  // db_bench's --compression_ratio default
-
-// ---------------------------------------------------------------- flags
-
-// The command-line flags, with db_bench's defaults where db_bench has the
-// flag. Thread-safety: written by ParseFlags before any thread starts, then
-// read-only.
-struct Flags {
-  std::string benchmarks = "fillrandom,readrandom,stats";
-  int64_t num = 1000000;
-  int64_t reads = -1;
-  int64_t key_size = 16;
-  int64_t value_size = 100;
-  int64_t threads = 1;
-  bool histogram = false;
-  std::string db;
-  bool use_existing_db = false;
-  int64_t write_buffer_size = 64ll << 20;
-  int64_t max_write_buffer_number = 2;
-  uint64_t max_bytes_for_level_base = 256ull << 20;
-  double max_bytes_for_level_multiplier = 10.0;
-  int64_t target_file_size_base = 64ll << 20;
-  int64_t num_levels = 7;
-  int64_t level0_file_num_compaction_trigger = 4;
-  int64_t level0_slowdown_writes_trigger = 20;
-  int64_t level0_stop_writes_trigger = 36;
-  int64_t max_background_compactions = 1;
-  int64_t bloom_bits = -1;
-  int64_t block_size = 4096;
-  int64_t cache_size = 8ll << 20;
-  bool verify_checksum = true;
-  bool sync = false;
-  int64_t report_interval_seconds = 0;
-  std::string report_file = "report.csv";
-  int64_t seed = 0;
-  int64_t seek_nexts = 0;
-  std::string compression_type = "none";
-  bool use_direct_io = false;
-  bool use_direct_reads = false;
-  bool use_direct_io_for_flush_and_compaction = false;
-  bool use_io_uring = true;
-  std::string nvm_path;
-  uint64_t nvm_size = 0;
-  double container_share = 0.6;
-  bool use_hints = true;
-  bool use_row_blooms = true;
-  int64_t column_compaction_threads = 1;
-  bool container_pacing = false;
-  uint64_t min_blob_size = Options().min_blob_size;
-  uint64_t blob_file_size = Options().blob_file_size;
-  double blob_gc_garbage_ratio = Options().blob_gc_garbage_ratio;
-};
-
-enum class FlagType { kBool, kInt, kUint, kDouble, kString };
-
-// One row of the flag table: name, type, where the value goes, help text.
-// Thread-safety: a value type.
-struct FlagSpec {
-  const char* name;
-  FlagType type;
-  void* target;
-  const char* help;
-};
-
-std::vector<FlagSpec> FlagTable(Flags* f) {
-  return {
-      {"benchmarks", FlagType::kString, &f->benchmarks,
-       "comma-separated list, run in order: fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, "
-       "deleterandom, stats"},
-      {"num", FlagType::kInt, &f->num, "number of key/values to place in the database (key range [0, num))"},
-      {"reads", FlagType::kInt, &f->reads, "read operations per thread; negative: num"},
-      {"key_size", FlagType::kInt, &f->key_size, "size of each key in bytes"},
-      {"value_size", FlagType::kInt, &f->value_size, "size of each value in bytes"},
-      {"threads", FlagType::kInt, &f->threads, "concurrent threads, each running the whole benchmark"},
-      {"histogram", FlagType::kBool, &f->histogram, "print a histogram of operation latencies"},
-      {"db", FlagType::kString, &f->db, "database directory (default /tmp/kvbench-<uid>/dbbench)"},
-      {"use_existing_db", FlagType::kBool, &f->use_existing_db,
-       "do not destroy the database first; fill benchmarks are skipped"},
-      {"write_buffer_size", FlagType::kInt, &f->write_buffer_size, "memtable size in bytes"},
-      {"max_write_buffer_number", FlagType::kInt, &f->max_write_buffer_number,
-       "memtables (active + immutable) before writers wait"},
-      {"max_bytes_for_level_base", FlagType::kUint, &f->max_bytes_for_level_base, "target size of level 1 in bytes"},
-      {"max_bytes_for_level_multiplier", FlagType::kDouble, &f->max_bytes_for_level_multiplier,
-       "growth factor between levels"},
-      {"target_file_size_base", FlagType::kInt, &f->target_file_size_base, "target SSTable size in bytes"},
-      {"num_levels", FlagType::kInt, &f->num_levels, "levels in the tree"},
-      {"level0_file_num_compaction_trigger", FlagType::kInt, &f->level0_file_num_compaction_trigger,
-       "L0 files that start a compaction (no NVM pool)"},
-      {"level0_slowdown_writes_trigger", FlagType::kInt, &f->level0_slowdown_writes_trigger,
-       "L0 files that slow writers down (no NVM pool)"},
-      {"level0_stop_writes_trigger", FlagType::kInt, &f->level0_stop_writes_trigger,
-       "L0 files that stop writers (no NVM pool)"},
-      {"max_background_compactions", FlagType::kInt, &f->max_background_compactions, "compaction threads"},
-      {"bloom_bits", FlagType::kInt, &f->bloom_bits, "bloom filter bits per key; negative: engine default; 0: none"},
-      {"block_size", FlagType::kInt, &f->block_size, "SSTable block size in bytes"},
-      {"cache_size", FlagType::kInt, &f->cache_size, "block cache capacity in bytes; 0 or negative: none"},
-      {"verify_checksum", FlagType::kBool, &f->verify_checksum, "verify block checksums on reads"},
-      {"sync", FlagType::kBool, &f->sync, "sync every write (WriteOptions::sync)"},
-      {"report_interval_seconds", FlagType::kInt, &f->report_interval_seconds,
-       "if > 0, write secs_elapsed,interval_qps to --report_file every N seconds"},
-      {"report_file", FlagType::kString, &f->report_file, "CSV file for --report_interval_seconds"},
-      {"seed", FlagType::kInt, &f->seed, "seed base for the key generators; 0: derived from the time"},
-      {"seek_nexts", FlagType::kInt, &f->seek_nexts, "Next() calls after each Seek in seekrandom"},
-      {"compression_type", FlagType::kString, &f->compression_type,
-       "accepted for db_bench compatibility; MatrixKV does not compress, only 'none' is valid"},
-      {"use_direct_io", FlagType::kBool, &f->use_direct_io, "O_DIRECT for table reads, flush and compaction"},
-      {"use_direct_reads", FlagType::kBool, &f->use_direct_reads, "db_bench spelling; same as --use_direct_io"},
-      {"use_direct_io_for_flush_and_compaction", FlagType::kBool, &f->use_direct_io_for_flush_and_compaction,
-       "db_bench spelling; same as --use_direct_io"},
-      {"use_io_uring", FlagType::kBool, &f->use_io_uring, "io_uring for SSD I/O (0: pread/pwrite)"},
-      {"nvm_path", FlagType::kString, &f->nvm_path, "persistent-memory pool (empty: L0 and WAL on SSD)"},
-      {"nvm_size", FlagType::kUint, &f->nvm_size, "pool size in bytes when it is created"},
-      {"container_share", FlagType::kDouble, &f->container_share,
-       "matrix container share the receiver fills before it becomes the compactor"},
-      {"use_hints", FlagType::kBool, &f->use_hints, "cross-row hints in the matrix container"},
-      {"use_row_blooms", FlagType::kBool, &f->use_row_blooms, "DRAM bloom filter per RowTable"},
-      {"column_compaction_threads", FlagType::kInt, &f->column_compaction_threads, "column compaction threads"},
-      {"container_pacing", FlagType::kBool, &f->container_pacing,
-       "writers keep to column compaction's drain rate near a full container"},
-      {"min_blob_size", FlagType::kUint, &f->min_blob_size,
-       "values of at least this many bytes go to blob files at their first compaction (0: no separation)"},
-      {"blob_file_size", FlagType::kUint, &f->blob_file_size, "bytes per blob file"},
-      {"blob_gc_garbage_ratio", FlagType::kDouble, &f->blob_gc_garbage_ratio,
-       "compactions move live values out of blob files with this share of garbage"},
-  };
-}
-
-[[noreturn]] void Fail(const std::string& msg) {
-  std::fflush(stdout);
-  std::fprintf(stderr, "kvbench: %s\n", msg.c_str());
-  std::_Exit(1);
-}
-
-bool ParseBool(std::string_view s, bool* out) {
-  if (s == "1" || s == "true" || s == "t" || s == "yes" || s == "y") {
-    *out = true;
-    return true;
-  }
-  if (s == "0" || s == "false" || s == "f" || s == "no" || s == "n") {
-    *out = false;
-    return true;
-  }
-  return false;
-}
-
-template <typename T>
-bool ParseNumber(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  if constexpr (std::is_unsigned_v<T>) {
-    if (s[0] == '-') return false;
-  }
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, *out);
-  return ec == std::errc() && ptr == end;
-}
-
-void PrintHelp(const std::vector<FlagSpec>& table) {
-  std::printf(
-      "usage: kvbench [--flag=value ...]\n"
-      "MatrixKV benchmark with db_bench's flags and output (see kvbench(1)).\n\nflags:\n");
-  Flags defaults;
-  auto dtable = FlagTable(&defaults);
-  for (size_t i = 0; i < table.size(); i++) {
-    const FlagSpec& d = dtable[i];
-    std::string def;
-    switch (d.type) {
-      case FlagType::kBool: def = *static_cast<bool*>(d.target) ? "true" : "false"; break;
-      case FlagType::kInt: def = std::to_string(*static_cast<int64_t*>(d.target)); break;
-      case FlagType::kUint: def = std::to_string(*static_cast<uint64_t*>(d.target)); break;
-      case FlagType::kDouble: {
-        char b[64];
-        std::snprintf(b, sizeof(b), "%g", *static_cast<double*>(d.target));
-        def = b;
-        break;
-      }
-      case FlagType::kString: def = "\"" + *static_cast<std::string*>(d.target) + "\""; break;
-    }
-    std::printf("  --%s (%s) default: %s\n", d.name, d.help, def.c_str());
-  }
-}
-
-// Parses argv into *f. Accepts -flag and --flag, --flag=value, --flag value,
-// and for booleans --flag and --noflag. Exits 1 naming the flag on error.
-void ParseFlags(int argc, char** argv, Flags* f) {
-  auto table = FlagTable(f);
-  auto find = [&](std::string_view name) -> const FlagSpec* {
-    for (const FlagSpec& s : table) {
-      if (name == s.name) return &s;
-    }
-    return nullptr;
-  };
-  for (int i = 1; i < argc; i++) {
-    std::string_view arg = argv[i];
-    if (arg.size() < 2 || arg[0] != '-') {
-      Fail("unexpected argument '" + std::string(arg) + "': every argument is a --flag=value (see --help)");
-    }
-    arg.remove_prefix(arg[1] == '-' ? 2 : 1);
-    if (arg == "help" || arg == "h") {
-      PrintHelp(table);
-      std::exit(0);
-    }
-    std::string_view name = arg;
-    std::string_view value;
-    bool has_value = false;
-    if (auto eq = arg.find('='); eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    const FlagSpec* spec = find(name);
-    if (spec == nullptr && !has_value && name.starts_with("no")) {
-      const FlagSpec* neg = find(name.substr(2));
-      if (neg != nullptr && neg->type == FlagType::kBool) {
-        *static_cast<bool*>(neg->target) = false;
-        continue;
-      }
-    }
-    if (spec == nullptr) Fail("unknown flag --" + std::string(name) + " (kvbench --help lists the flags)");
-    if (!has_value) {
-      if (spec->type == FlagType::kBool) {
-        *static_cast<bool*>(spec->target) = true;
-        continue;
-      }
-      if (i + 1 >= argc) Fail("flag --" + std::string(name) + " needs a value (--" + std::string(name) + "=VALUE)");
-      value = argv[++i];
-    }
-    const std::string shown = "--" + std::string(name) + ": ";
-    switch (spec->type) {
-      case FlagType::kBool:
-        if (!ParseBool(value, static_cast<bool*>(spec->target))) {
-          Fail(shown + "expected a boolean (1, 0, true, false), got '" + std::string(value) + "'");
-        }
-        break;
-      case FlagType::kInt:
-        if (!ParseNumber(value, static_cast<int64_t*>(spec->target))) {
-          Fail(shown + "expected an integer, got '" + std::string(value) + "'");
-        }
-        break;
-      case FlagType::kUint:
-        if (!ParseNumber(value, static_cast<uint64_t*>(spec->target))) {
-          Fail(shown + "expected a non-negative integer, got '" + std::string(value) + "'");
-        }
-        break;
-      case FlagType::kDouble:
-        if (!ParseNumber(value, static_cast<double*>(spec->target))) {
-          Fail(shown + "expected a number, got '" + std::string(value) + "'");
-        }
-        break;
-      case FlagType::kString: *static_cast<std::string*>(spec->target) = std::string(value); break;
-    }
-  }
-}
-
-void ValidateFlags(Flags* f) {
-  auto need = [](bool ok, const std::string& msg) {
-    if (!ok) Fail(msg);
-  };
-  need(f->num >= 1, "--num: must be at least 1, got " + std::to_string(f->num));
-  need(f->key_size >= 1 && f->key_size <= (1 << 20),
-       "--key_size: must be in [1, 1048576], got " + std::to_string(f->key_size));
-  need(f->value_size >= 0 && f->value_size <= (64 << 20),
-       "--value_size: must be in [0, 67108864], got " + std::to_string(f->value_size));
-  need(f->threads >= 1 && f->threads <= 1024, "--threads: must be in [1, 1024], got " + std::to_string(f->threads));
-  need(f->write_buffer_size > 0, "--write_buffer_size: must be positive, got " + std::to_string(f->write_buffer_size));
-  need(f->max_write_buffer_number >= 1,
-       "--max_write_buffer_number: must be at least 1, got " + std::to_string(f->max_write_buffer_number));
-  need(f->max_bytes_for_level_base > 0, "--max_bytes_for_level_base: must be positive, got 0");
-  need(f->target_file_size_base > 0,
-       "--target_file_size_base: must be positive, got " + std::to_string(f->target_file_size_base));
-  need(f->num_levels >= 2 && f->num_levels <= 64, "--num_levels: must be in [2, 64], got " + std::to_string(f->num_levels));
-  need(f->block_size >= 256, "--block_size: must be at least 256, got " + std::to_string(f->block_size));
-  need(f->report_interval_seconds >= 0,
-       "--report_interval_seconds: must not be negative, got " + std::to_string(f->report_interval_seconds));
-  need(f->seek_nexts >= 0, "--seek_nexts: must not be negative, got " + std::to_string(f->seek_nexts));
-  need(f->container_share > 0 && f->container_share <= 1, "--container_share: must be in (0, 1]");
-  need(f->column_compaction_threads >= 1, "--column_compaction_threads: must be at least 1");
-  need(f->compression_type == "none" || f->compression_type == "NoCompression",
-       "--compression_type: MatrixKV does not compress; only 'none' is supported, got '" + f->compression_type + "'");
-  if (f->cache_size < 0) f->cache_size = 0;
-  if (f->use_direct_reads || f->use_direct_io_for_flush_and_compaction) f->use_direct_io = true;
-  if (f->db.empty()) f->db = "/tmp/kvbench-" + std::to_string(geteuid()) + "/dbbench";
-}
-
-// ---------------------------------------------------------------- helpers
-
-uint64_t NowMicros() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
 
 // Writes key number v as described at the top of this file into key[0..size).
 void GenerateKey(uint64_t v, char* key, size_t size) {
@@ -390,168 +97,6 @@ class ValueGenerator {
  private:
   std::string data_;
   size_t pos_ = 0;
-};
-
-// Closes a stdio FILE; the deleter of FilePtr. Thread-safety: stateless.
-struct FileCloser {
-  void operator()(FILE* f) const { std::fclose(f); }
-};
-using FilePtr = std::unique_ptr<FILE, FileCloser>;
-
-// Writes "secs_elapsed,interval_qps" every interval to the report file, as
-// db_bench's ReporterAgent does: one file per benchmark (rewritten when the
-// next benchmark starts), seconds since the benchmark started (rounded) and
-// the operations completed in the interval divided by its length.
-// Thread-safety: ReportOps may be called from any thread.
-class ReporterAgent {
- public:
-  static Result<std::unique_ptr<ReporterAgent>> Start(const std::string& path, int64_t interval_secs) {
-    FilePtr file(std::fopen(path.c_str(), "w"));
-    if (!file) return Err(Status::FromErrno("--report_file " + path, errno));
-    std::fputs("secs_elapsed,interval_qps\n", file.get());
-    std::fflush(file.get());
-    return std::make_unique<ReporterAgent>(std::move(file), interval_secs);
-  }
-  // Use Start; starts the reporting thread.
-  ReporterAgent(FilePtr file, int64_t interval_secs) : file_(std::move(file)), interval_secs_(interval_secs) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~ReporterAgent() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  void ReportOps(uint64_t n) { total_ops_.fetch_add(n, std::memory_order_relaxed); }
-
- private:
-  void Run() {
-    const uint64_t started = NowMicros();
-    uint64_t last_ops = 0;
-    std::unique_lock<std::mutex> l(mu_);
-    for (;;) {
-      if (cv_.wait_for(l, std::chrono::seconds(interval_secs_), [this] { return stop_; })) break;
-      const uint64_t ops = total_ops_.load(std::memory_order_relaxed);
-      const uint64_t secs = (NowMicros() - started + 500000) / 1000000;
-      std::fprintf(file_.get(), "%" PRIu64 ",%" PRIu64 "\n", secs,
-                   (ops - last_ops) / static_cast<uint64_t>(interval_secs_));
-      std::fflush(file_.get());
-      last_ops = ops;
-    }
-  }
-
-  FilePtr file_;
-  const int64_t interval_secs_;
-  std::atomic<uint64_t> total_ops_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
-};
-
-enum class OpType { kRead = 0, kWrite, kDelete, kSeek };
-
-const char* OpTypeName(OpType t) {
-  switch (t) {
-    case OpType::kRead: return "read";
-    case OpType::kWrite: return "write";
-    case OpType::kDelete: return "delete";
-    case OpType::kSeek: return "seek";
-  }
-  return "op";
-}
-
-// Per-thread counters of one benchmark, merged into thread 0's after the
-// run. Thread-safety: owned by one thread.
-class Stats {
- public:
-  void Start(bool histogram) {
-    histogram_ = histogram;
-    next_report_ = 100;
-    done_ = 0;
-    bytes_ = 0;
-    seconds_ = 0;
-    start_ = NowMicros();
-    last_op_finish_ = start_;
-    finish_ = start_;
-    message_.clear();
-    hist_.clear();
-  }
-  void Stop() {
-    finish_ = NowMicros();
-    seconds_ = static_cast<double>(finish_ - start_) * 1e-6;
-  }
-  void Merge(const Stats& other) {
-    for (const auto& [type, h] : other.hist_) hist_[type].Merge(h);
-    done_ += other.done_;
-    bytes_ += other.bytes_;
-    seconds_ += other.seconds_;
-    if (other.start_ < start_) start_ = other.start_;
-    if (other.finish_ > finish_) finish_ = other.finish_;
-    if (message_.empty()) message_ = other.message_;
-  }
-  void AddMessage(const std::string& msg) {
-    if (!message_.empty()) message_.push_back(' ');
-    message_ += msg;
-  }
-  void AddBytes(uint64_t n) { bytes_ += n; }
-  void FinishedOps(ReporterAgent* reporter, uint64_t n, OpType type) {
-    if (reporter != nullptr) reporter->ReportOps(n);
-    if (histogram_) {
-      const uint64_t now = NowMicros();
-      hist_[type].Add(now - last_op_finish_);
-      last_op_finish_ = now;
-    }
-    done_ += n;
-    if (done_ >= next_report_) {
-      if (next_report_ < 1000) next_report_ += 100;
-      else if (next_report_ < 5000) next_report_ += 500;
-      else if (next_report_ < 10000) next_report_ += 1000;
-      else if (next_report_ < 50000) next_report_ += 5000;
-      else if (next_report_ < 100000) next_report_ += 10000;
-      else if (next_report_ < 500000) next_report_ += 50000;
-      else next_report_ += 100000;
-      std::fprintf(stderr, "... finished %" PRIu64 " ops%30s\r", done_, "");
-    }
-  }
-  // Prints db_bench's result line (and histograms with --histogram).
-  void Report(std::string_view name) {
-    if (done_ < 1) done_ = 1;
-    const double elapsed = static_cast<double>(finish_ - start_) * 1e-6;
-    const double elapsed_safe = elapsed > 0 ? elapsed : 1e-6;
-    std::string extra;
-    if (bytes_ > 0) {
-      char rate[64];
-      std::snprintf(rate, sizeof(rate), "%6.1f MB/s", (static_cast<double>(bytes_) / 1048576.0) / elapsed_safe);
-      extra = rate;
-    }
-    if (!message_.empty()) {
-      if (!extra.empty()) extra.push_back(' ');
-      extra += message_;
-    }
-    const double throughput = static_cast<double>(done_) / elapsed_safe;
-    std::printf("%-12s : %11.3f micros/op %ld ops/sec %.3f seconds %" PRIu64 " operations;%s%s\n",
-                std::string(name).c_str(), seconds_ * 1e6 / static_cast<double>(done_),
-                static_cast<long>(throughput), elapsed, done_, extra.empty() ? "" : " ", extra.c_str());
-    for (const auto& [type, h] : hist_) {
-      std::printf("Microseconds per %s:\n%s\n", OpTypeName(type), h.ToString().c_str());
-    }
-    std::fflush(stdout);
-  }
-
- private:
-  bool histogram_ = false;
-  uint64_t start_ = 0;
-  uint64_t finish_ = 0;
-  uint64_t last_op_finish_ = 0;
-  double seconds_ = 0;
-  uint64_t done_ = 0;
-  uint64_t next_report_ = 100;
-  uint64_t bytes_ = 0;
-  std::string message_;
-  std::map<OpType, Histogram> hist_;
 };
 
 // Start/finish rendezvous of one benchmark's threads, as in db_bench: the
@@ -1051,12 +596,12 @@ void Benchmark::DeleteRandom(ThreadState* t) {
 }
 
 }  // namespace
-}  // namespace mxfs
+}  // namespace mxfs::kvbench
 
 int main(int argc, char** argv) {
-  mxfs::Flags flags;
-  mxfs::ParseFlags(argc, argv, &flags);
-  mxfs::ValidateFlags(&flags);
-  mxfs::Benchmark bench(flags);
+  mxfs::kvbench::Flags flags;
+  mxfs::kvbench::ParseFlags(argc, argv, &flags);
+  mxfs::kvbench::ValidateFlags(&flags);
+  mxfs::kvbench::Benchmark bench(flags);
   return bench.Run();
 }
