@@ -23,9 +23,9 @@
 #include "fuse/schema.h"
 #include "fuse/superblock.h"
 #include "kvcore/include/db.h"
+#include "kvcore/include/file_system.h"
 #include "kvcore/version_edit.h"
 #include "mkfs/fsck.h"
-#include "ssd/file_system.h"
 
 namespace mxfs {
 
