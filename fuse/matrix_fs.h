@@ -9,7 +9,27 @@
 // locks their stripes (InodeLocks, always in stripe order, so rename's four
 // inodes never deadlock), re-validates what it read, builds one WriteBatch
 // (Txn) and commits it with WriteOptions.sync, updates the in-memory inode
-// table, unlocks and replies. Status becomes errno in one place (ToErrno).
+// table, unlocks and replies. Status becomes errno in one place (ToErrno,
+// fuse/matrix_fs_util.cc).
+//
+// Implementation, by concern (private helpers shared between these files are
+// in fuse/matrix_fs_internal.h):
+//   matrix_fs.cc            the instance: Format, Open (Startup: orphans,
+//                           garbage objects, adopted sizes), Close
+//   matrix_fs_inodes.cc     the inode table: stripes, Txn/Commit, LoadAttr,
+//                           inode allocation, link drop and reclaim
+//   matrix_fs_namespace.cc  lookup, forget, mknod/mkdir/symlink/create,
+//                           link, unlink/rmdir, rename, readlink
+//   matrix_fs_attr.cc       getattr, setattr, access, statfs, struct stat
+//   matrix_fs_storage.cc    where file bytes live: inline blocks, objects,
+//                           truncation, passthrough reconciliation
+//   matrix_fs_file.cc       open, read, write, flush, release, fsync,
+//                           fallocate, lseek
+//   matrix_fs_dir.cc        directory handles, opendir/readdir(plus)
+//   matrix_fs_xattr.cc      extended attributes and POSIX ACLs
+//   matrix_fs_control.cc    INIT, bdi tuning (sysfs), the .matrixfs files
+//   matrix_fs_ops.cc        the low-level op table (static callbacks)
+//   matrix_fs_util.cc       ToErrno, clocks, names, caller credentials
 //
 // In-memory inode table: per stripe, a map from ino to Node holding the
 // kernel's lookup count, the open count, the cached attributes (this daemon

@@ -1,0 +1,251 @@
+// MatrixFs's connection and control: INIT (the capabilities asked of the
+// kernel), the bdi tuning in sysfs at the first request, and the read-only
+// .matrixfs directory (stats, levels, container, compactions, control).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "base/logging.h"
+#include "fuse/kernel_channel.h"
+#include "fuse/matrix_fs_internal.h"
+#include "fuse/uring_channel.h"
+
+namespace mxfs {
+
+namespace {
+
+const char* const kOpNames[] = {"lookup", "getattr", "setattr", "create",  "mkdir",   "mknod",
+                                "symlink", "link",   "unlink",  "rmdir",   "rename",  "open",
+                                "read",   "write",   "fsync",   "readdir", "xattr",   "statfs",
+                                "fallocate", "other"};
+// The names of MatrixFs::RequestKind, in its order (the kernel's opcode names).
+const char* const kRequestNames[] = {
+    "lookup", "forget", "getattr", "setattr", "readlink", "mknod", "mkdir", "unlink",
+    "rmdir", "symlink", "rename", "link", "open", "read", "write", "flush", "release", "fsync",
+    "opendir", "readdir", "readdirplus", "releasedir", "fsyncdir", "statfs", "setxattr",
+    "getxattr", "listxattr", "removexattr", "access", "create", "fallocate", "lseek", "init"};
+static_assert(sizeof(kRequestNames) / sizeof(kRequestNames[0]) == MatrixFs::kNumRequestKinds);
+
+}  // namespace
+
+// ---------------------------------------------------------------- session
+
+void MatrixFs::Init(fuse_conn_info* conn) {
+  NameThread();
+  auto want = [conn](unsigned cap) {
+    if (conn->capable & cap) conn->want |= cap;
+  };
+  // The kernel refuses FUSE passthrough together with the writeback cache.
+  if (!cfg_.read_only && !cfg_.passthrough) want(FUSE_CAP_WRITEBACK_CACHE);
+  writeback_cache_.store((conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0, std::memory_order_relaxed);
+  want(FUSE_CAP_READDIRPLUS);
+  want(FUSE_CAP_READDIRPLUS_AUTO);
+  want(FUSE_CAP_PARALLEL_DIROPS);
+  want(FUSE_CAP_ASYNC_READ);
+  want(FUSE_CAP_ATOMIC_O_TRUNC);
+  want(FUSE_CAP_CACHE_SYMLINKS);
+  // POSIX ACLs: the kernel checks access ACLs itself (reading them with
+  // GETXATTR) and no longer applies the umask; with DONT_MASK it sends the
+  // mode unmasked and the umask apart, so MakeNode can inherit a default ACL.
+  if (cfg_.posix_acl && (conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK)) {
+    conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+  } else {
+    conn->want &= ~(FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK);
+  }
+  posix_acl_.store((conn->want & FUSE_CAP_POSIX_ACL) != 0, std::memory_order_relaxed);
+  // Set-id clearing is FUSE_HANDLE_KILLPRIV_V2's, which KernelChannel grants
+  // in the INIT reply (libfuse 3.14 cannot); never also the older v1.
+  conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+  // Splice stays off: for large WRITEs it saved daemon CPU but no clear
+  // throughput (BENCHMARKS.md), needs fs.pipe-max-size above 1 MiB, and a
+  // spliced request would bypass KernelChannel's read hook (kill flags).
+  conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+  conn->max_write = 1u << 20;
+  conn->max_readahead = 1u << 20;
+  conn->max_background = 64;
+  conn->congestion_threshold = 48;
+  conn->time_gran = 1;
+}
+
+namespace {
+
+constexpr uint32_t kReadAheadKb = 1024;  // = conn->max_readahead
+
+// The "major:minor" of the FUSE mount at mountpoint (the last one listed, as
+// that is the one on top), from /proc/self/mountinfo, whose fields are
+// "id parent major:minor root mountpoint options ... - fstype source ...",
+// with blanks and backslashes in paths escaped as octal "\ooo".
+std::string MountDevice(const std::string& mountpoint) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line, found;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    size_t p = 0;
+    while (f.size() < 5 && p <= line.size()) {
+      size_t e = line.find(' ', p);
+      if (e == std::string::npos) e = line.size();
+      f.push_back(line.substr(p, e - p));
+      p = e + 1;
+    }
+    if (f.size() < 5) continue;
+    std::string mp;
+    for (size_t i = 0; i < f[4].size(); ++i) {
+      if (f[4][i] == '\\' && i + 3 < f[4].size()) {
+        mp.push_back(static_cast<char>(std::strtol(f[4].substr(i + 1, 3).c_str(), nullptr, 8)));
+        i += 3;
+      } else {
+        mp.push_back(f[4][i]);
+      }
+    }
+    size_t dash = line.find(" - ");
+    if (mp == mountpoint && dash != std::string::npos && line.compare(dash + 3, 4, "fuse") == 0) found = f[2];
+  }
+  return found;
+}
+
+// Writes value to a sysfs file; "" or the error text.
+std::string WriteSysfs(const std::string& path, const std::string& value) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return path + ": " + std::strerror(errno);
+  ssize_t n = ::write(fd, value.data(), value.size());
+  int e = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(value.size())) return path + ": " + std::strerror(n < 0 ? e : EIO);
+  return "";
+}
+
+std::string ReadSysfs(const std::string& path) {
+  std::ifstream in(path);
+  std::string v;
+  std::getline(in, v);
+  return v.empty() ? "?" : v;
+}
+
+}  // namespace
+
+void MatrixFs::TuneBdi() {
+  std::call_once(bdi_once_, [this] {
+    std::string report;
+    std::string dev = cfg_.mountpoint.empty() || cfg_.read_only ? "" : MountDevice(cfg_.mountpoint);
+    if (dev.empty()) {
+      report = "not tuned (no writable mount found)";
+    } else {
+      const std::string dir = "/sys/class/bdi/" + dev + "/";
+      std::string errors;
+      for (auto [file, value] : {std::pair<const char*, std::string>{"read_ahead_kb", std::to_string(kReadAheadKb)},
+                                 {"strict_limit", "0"},
+                                 {"max_ratio", "100"}}) {
+        std::string e = WriteSysfs(dir + file, value);
+        if (!e.empty()) errors += (errors.empty() ? "" : "; ") + e;
+      }
+      report = dev + " read_ahead_kb=" + ReadSysfs(dir + "read_ahead_kb") +
+               " strict_limit=" + ReadSysfs(dir + "strict_limit") + " max_ratio=" + ReadSysfs(dir + "max_ratio");
+      if (errors.empty()) {
+        MXFS_LOG_INFO("bdi %s", report.c_str());
+      } else {
+        MXFS_LOG_INFO("bdi %s (could not tune: %s)", report.c_str(), errors.c_str());
+      }
+    }
+    bdi_report_ = report;
+    bdi_tuned_.store(true, std::memory_order_release);
+  });
+}
+
+// ---------------------------------------------------------------- .matrixfs
+
+void MatrixFs::VirtualStat(uint64_t ino, struct stat* st) const {
+  std::memset(st, 0, sizeof(*st));
+  st->st_ino = ino;
+  if (ino == kVirtDir) {
+    st->st_mode = S_IFDIR | 0555;
+    st->st_nlink = 2;
+  } else if (ino == kControlIno) {
+    st->st_mode = S_IFREG | 0200;
+    st->st_nlink = 1;
+  } else {
+    st->st_mode = S_IFREG | 0444;
+    st->st_nlink = 1;
+  }
+  st->st_blksize = 4096;
+  st->st_atim = st->st_mtim = st->st_ctim = ToTimespec(mount_time_ns_);
+}
+
+std::string MatrixFs::VirtualContent(uint64_t ino) {
+  size_t idx = ino - kVirtDir - 1;
+  if (idx >= kNumVirtualFiles || kVirtualFiles[idx].property == nullptr) return "";
+  std::string out;
+  if (!db_->GetProperty(kVirtualFiles[idx].property, &out)) {
+    out = std::string("(") + kVirtualFiles[idx].property + " not available)\n";
+  }
+  if (!out.empty() && out.back() != '\n') out.push_back('\n');
+  if (idx == 0) {
+    char line[512];
+    out += "\n** MatrixFS **\n";
+    // container_share: the one in use (the mount option's, else the superblock's).
+    std::snprintf(line, sizeof(line), "instance %s uuid %s inline_limit %u block_size %u container_share %.2f\n",
+                  datadir_.c_str(), sb_.UuidString().c_str(), sb_.inline_limit, sb_.block_size,
+                  cfg_.container_share > 0.0 ? cfg_.container_share : sb_.container_share);
+    out += line;
+    std::snprintf(line, sizeof(line), "inodes %" PRIu64 " bytes_read %" PRIu64 " bytes_written %" PRIu64 "\n",
+                  inode_count_.load(), bytes_read_.load(), bytes_written_.load());
+    out += line;
+    std::snprintf(line, sizeof(line), "orphans_reclaimed_at_mount %" PRIu64 " objects_collected_at_mount %" PRIu64 "\n",
+                  orphans_reclaimed_, objects_collected_);
+    out += line;
+    // After a background I/O error the engine refuses writes: say so plainly
+    // (the kvcore section above carries the same error as background.error).
+    const std::string kBgKey = "\nbackground.error ";
+    const size_t bg = out.find(kBgKey);
+    std::string bg_error = "none";
+    if (bg != std::string::npos) {
+      const size_t start = bg + kBgKey.size();
+      bg_error = out.substr(start, out.find('\n', start) - start);
+    }
+    out += std::string("state: ") +
+           (bg_error != "none" ? "read-only" : cfg_.read_only ? "read-only (mounted ro)" : "read-write") + "\n";
+    out += "background_error: " + bg_error + "\n";
+    out += "ops";
+    for (int k = 0; k < kNumOps; ++k) {
+      std::snprintf(line, sizeof(line), " %s=%" PRIu64, kOpNames[k], op_counts_[k].load());
+      out += line;
+    }
+    out += "\nbdi " + (bdi_tuned_.load(std::memory_order_acquire) ? bdi_report_ : std::string("not tuned"));
+    out += "\nrequests";
+    for (int k = 0; k < kNumRequestKinds; ++k) {
+      std::snprintf(line, sizeof(line), " %s=%" PRIu64, kRequestNames[k], requests_[k].load());
+      out += line;
+    }
+    // Which transport brought the requests: the io_uring ring (-o uring) or
+    // a read of /dev/fuse (FORGET and INTERRUPT always come that way).
+    std::snprintf(line, sizeof(line), "\ntransport uring=%" PRIu64 " devfuse=%" PRIu64 " uring_entries=%d",
+                  UringChannel::RequestsServed(), KernelChannel::DevFuseRequests(),
+                  UringChannel::EntriesRegistered());
+    out += line;
+    out += "\n";
+  }
+  return out;
+}
+
+Status MatrixFs::ControlCommand(fuse_req_t req, const Slice& cmd) {
+  if (fuse_req_ctx(req)->uid != 0) return Errno(EPERM, "control commands need root");
+  std::string c = cmd.ToString();
+  while (!c.empty() && (c.back() == '\n' || c.back() == ' ' || c.back() == '\t' || c.back() == '\0')) c.pop_back();
+  while (!c.empty() && (c.front() == ' ' || c.front() == '\t')) c.erase(c.begin());
+  if (c == "flush") return db_->Flush();
+  if (c == "compact") return db_->CompactRange(nullptr, nullptr);
+  if (c == "faults reload") {
+    // Test only: the daemon was started with MXFS_FAULTS or MXFS_FAULTS_FILE.
+    if (!cfg_.faults_reload) return Errno(EINVAL, "fault injection is not enabled in this daemon");
+    return cfg_.faults_reload();
+  }
+  return Errno(EINVAL, "unknown control command");
+}
+
+}  // namespace mxfs

@@ -1,0 +1,381 @@
+// MatrixFs's file operations: open (O_TRUNC, passthrough), read, write,
+// flush, release, fsync, fallocate and lseek, including the .matrixfs
+// files' reads and control writes.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstring>
+#include <memory>
+
+#include "base/logging.h"
+#include "fuse/kernel_channel.h"
+#include "fuse/matrix_fs_internal.h"
+
+#ifndef FALLOC_FL_KEEP_SIZE
+#define FALLOC_FL_KEEP_SIZE 0x01
+#endif
+#ifndef FALLOC_FL_PUNCH_HOLE
+#define FALLOC_FL_PUNCH_HOLE 0x02
+#endif
+
+namespace mxfs {
+
+void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Count(kOpOpen);
+  if (IsVirtual(ino)) {
+    if (ino != kControlIno && (fi->flags & O_ACCMODE) != O_RDONLY) return (void)fuse_reply_err(req, EACCES);
+    auto h = std::make_unique<DirHandle>();
+    if (ino != kControlIno) h->content = VirtualContent(ino);
+    fi->fh = AddHandle(std::move(h));
+    fi->direct_io = 1;
+    fi->nonseekable = 0;
+    if (fuse_reply_open(req, fi) != 0) DropHandle(fi->fh);
+    return;
+  }
+  Status s;
+  {
+    InodeLocks locks(this, {ino});
+    auto a = LoadAttr(ino);
+    if (!a) {
+      s = a.error();
+    } else if (a->IsDir() && (fi->flags & O_ACCMODE) != O_RDONLY) {
+      s = Errno(EISDIR);
+    } else {
+      NodeFor(ino).open_count++;
+    }
+  }
+  if (s.ok() && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
+    if (cfg_.read_only) {
+      s = Errno(EROFS);
+    } else {
+      struct stat st;
+      std::memset(&st, 0, sizeof(st));
+      InodeAttr out;
+      s = DoSetAttr(req, ino, &st, FUSE_SET_ATTR_SIZE, KernelChannel::KillSuidGid(KernelChannel::Op::kOpen), &out);
+    }
+    if (!s.ok()) Release(nullptr, ino, fi);
+  }
+  if (!s.ok()) return ReplyStatus(req, s);
+  fi->fh = 0;
+  fi->keep_cache = 1;
+  if (cfg_.passthrough && !cfg_.read_only) {
+    InodeLocks locks(this, {ino});
+    auto a = LoadAttr(ino);
+    int32_t id = a ? PassthroughOpen(ino, *a) : 0;
+    if (id != 0) {
+      fi->fh = kPassthroughFh;
+      fi->keep_cache = 0;
+      KernelChannel::SetOpenBackingId(id);
+    }
+  }
+  if (fuse_reply_open(req, fi) != 0) Release(nullptr, ino, fi);
+}
+
+void MatrixFs::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  Count(kOpRead);
+  if (IsVirtual(ino)) {
+    DirHandle* h = GetHandle(fi->fh);
+    if (h == nullptr) return (void)fuse_reply_err(req, EBADF);
+    std::string chunk;
+    if (static_cast<uint64_t>(off) < h->content.size()) chunk = h->content.substr(off, size);
+    fuse_reply_buf(req, chunk.data(), chunk.size());
+    return;
+  }
+  std::string data;
+  std::shared_ptr<RandomRWFile> obj;
+  uint64_t n = 0;
+  Status s;
+  {
+    InodeLocks locks(this, {ino});
+    auto a = LoadAttr(ino);
+    if (!a) {
+      // An unlinked inode the kernel still reads: gone means zeros.
+      Node* node = FindNode(ino);
+      if (node == nullptr || !node->deleted) s = a.error();
+    } else if (a->IsDir()) {
+      s = Errno(EISDIR);
+    } else if (static_cast<uint64_t>(off) < a->size) {
+      n = std::min<uint64_t>(size, a->size - off);
+      if (a->storage == Storage::kInline) {
+        s = ReadInline(ino, *a, off, n, &data);
+      } else {
+        auto o = ObjectFor(ino, false);
+        if (o) obj = *o;
+        else s = o.error();
+      }
+    }
+  }
+  // Object reads go into a buffer that is not zero-filled first (up to
+  // 1 MiB per request): only a short read's tail is cleared.
+  std::unique_ptr<char[]> scratch;
+  const char* reply = data.data();
+  size_t reply_len = data.size();
+  if (s.ok() && obj) {
+    scratch = std::make_unique_for_overwrite<char[]>(n);
+    Slice result;
+    s = obj->Read(off, n, &result, scratch.get());
+    if (s.ok()) {
+      if (result.data() != scratch.get()) std::memmove(scratch.get(), result.data(), result.size());
+      if (result.size() < n) std::memset(scratch.get() + result.size(), 0, n - result.size());
+      reply = scratch.get();
+      reply_len = n;
+    }
+  }
+  if (!s.ok()) return ReplyStatus(req, s);
+  bytes_read_.fetch_add(reply_len, std::memory_order_relaxed);
+  fuse_reply_buf(req, reply, reply_len);
+}
+
+Status MatrixFs::DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t size, uint64_t off,
+                         bool kill_suidgid, bool writeback) {
+  if (off + size < off || off + size > (1ull << 50)) return Errno(EFBIG);
+  InodeLocks locks(this, {ino});
+  Txn txn(this);
+  auto ar = txn.Attr(ino);
+  if (!ar) return ar.error();
+  InodeAttr* a = *ar;
+  if (!a->IsReg()) return Errno(EINVAL);
+  const uint64_t end = off + size;
+  const int64_t now = NowNs();
+  // A write by a caller without CAP_FSETID drops set-id bits in its own batch.
+  const uint32_t killed = kill_suidgid ? KilledSetIdBits(req, *a, false) : 0;
+  a->mode &= ~killed;
+  // The write-back of cached pages (FUSE_WRITE_CACHE) leaves c/mtime as they
+  // are: the kernel stamped them at write(2) and sends them in a SETATTR when
+  // they moved. Stamping the write-back's own time, which can come seconds
+  // later (at close, or from the flusher), made the times change across a
+  // remount for a write in the create's clock tick, whose times stay clean.
+  const auto stamp = [&](InodeAttr* t) {
+    if (!writeback || killed != 0) t->mtime_ns = t->ctime_ns = now;
+  };
+  if (a->storage == Storage::kInline && end <= sb_.inline_limit) {
+    MXFS_RETURN_IF_ERROR(WriteInline(&txn, ino, a, off, Slice(buf, size)));
+    stamp(a);
+    return Commit(&txn);
+  }
+  std::shared_ptr<RandomRWFile> obj;
+  bool migrated = false;
+  if (a->storage == Storage::kInline) {
+    MXFS_RETURN_IF_ERROR(MigrateToObject(&txn, ino, a, &obj));
+    migrated = true;
+  } else {
+    auto o = ObjectFor(ino, false);
+    if (!o) return o.error();
+    obj = *o;
+  }
+  Status s = obj->Write(off, Slice(buf, size));
+  if (s.ok() && migrated) s = obj->Sync();
+  if (!s.ok()) {
+    if (migrated) {
+      NodeFor(ino).object.reset();
+      RemoveObject(ino);
+    }
+    return s;
+  }
+  if (!migrated && end <= a->size && killed == 0 && writeback_cache_.load(std::memory_order_relaxed)) {
+    // No visible metadata change the kernel does not track itself (with the
+    // writeback cache it owns mtime and sends it in a later setattr).
+    // Without it (-o passthrough) the kernel takes the times from the daemon,
+    // so they are committed below like any other change.
+    if (Node* n = FindNode(ino)) stamp(&n->attr);
+    return Status::OK();
+  }
+  a->size = std::max(a->size, end);
+  stamp(a);
+  s = Commit(&txn);
+  if (!s.ok() && migrated) {
+    NodeFor(ino).object.reset();
+    RemoveObject(ino);
+  }
+  return s;
+}
+
+void MatrixFs::Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
+  Count(kOpWrite);
+  if (IsVirtual(ino)) {
+    if (ino != kControlIno) return (void)fuse_reply_err(req, EACCES);
+    Status s = ControlCommand(req, Slice(buf, size));
+    if (!s.ok()) return ReplyStatus(req, s);
+    fuse_reply_write(req, size);
+    return;
+  }
+  if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
+  Status s = DoWrite(req, ino, buf, size, static_cast<uint64_t>(off), KernelChannel::KillSuidGid(KernelChannel::Op::kWrite),
+                     fi != nullptr && fi->writepage);
+  if (!s.ok()) return ReplyStatus(req, s);
+  bytes_written_.fetch_add(size, std::memory_order_relaxed);
+  fuse_reply_write(req, size);
+}
+
+// Every WRITE was committed before its reply, and the kernel sends FLUSH
+// only after the writeback of the file's dirty pages has been answered, so
+// there is nothing left to do here. FLUSH is still answered, not refused
+// with ENOSYS: its reply is the only thing that tells close(2) the daemon
+// got the data. Linux (6.13-6.18 at least, fuse_send_writepage) drops a
+// writeback WRITE it cannot queue on a broken connection without recording
+// an error, so when the daemon dies during a close, close would return 0
+// for data that never arrived; a FLUSH that fails with ENOTCONN makes it
+// return the error (RELIABILITY.md, 2026-11-23).
+void MatrixFs::Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+void MatrixFs::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  if (IsVirtual(ino)) {
+    DropHandle(fi->fh);
+  } else {
+    InodeLocks locks(this, {ino});
+    Node* n = FindNode(ino);
+    if (n != nullptr && fi->fh == kPassthroughFh && n->pt_opens == 1) {
+      // The last passthrough open: what the kernel wrote becomes the inode's
+      // size and mtime (reconciled while pt_opens still counts this open),
+      // then the backing id goes (files the kernel still holds keep their
+      // own reference to the backing file).
+      Status s = CommitReconciled(ino);
+      if (!s.ok()) {
+        MXFS_LOG_ERROR("inode %" PRIu64 ": committing the size written through passthrough: %s (the next mount "
+                       "takes it from the object)", ino, s.ToString().c_str());
+      }
+      s = KernelChannel::BackingClose(n->backing_id);
+      if (!s.ok()) MXFS_LOG_WARN("inode %" PRIu64 ": %s", ino, s.ToString().c_str());
+      n->backing_id = 0;
+      n->pt_opens = 0;
+    } else if (n != nullptr && fi->fh == kPassthroughFh && n->pt_opens > 1) {
+      n->pt_opens--;
+    }
+    if (n != nullptr && n->open_count > 0) {
+      n->open_count--;
+      if (n->open_count == 0) {
+        MaybeReclaim(ino);
+        if (n->deleted) n->object.reset();
+        if (n->nlookup == 0) StripeFor(ino).nodes.erase(ino);
+      }
+    }
+  }
+  if (req != nullptr) fuse_reply_err(req, 0);
+}
+
+void MatrixFs::Fsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
+  Count(kOpFsync);
+  if (IsVirtual(ino)) return (void)fuse_reply_err(req, 0);
+  std::shared_ptr<RandomRWFile> obj;
+  Status s;
+  {
+    InodeLocks locks(this, {ino});
+    auto a = LoadAttr(ino);
+    if (a && a->storage == Storage::kObject) {
+      auto o = ObjectFor(ino, false);
+      if (o) obj = *o;
+      else s = o.error();
+    }
+  }
+  // Inline data and all metadata are durable when their operation returns.
+  // The kernel does not forward fsync to a passthrough file's backing file:
+  // this Sync (the object's whole page cache) makes its data durable, then
+  // the size and mtime it reached are committed.
+  if (s.ok() && obj) s = obj->Sync();
+  if (s.ok() && obj && cfg_.passthrough) {
+    InodeLocks locks(this, {ino});
+    s = CommitReconciled(ino);
+  }
+  fuse_reply_err(req, ToErrno(s));
+}
+
+void MatrixFs::Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length, fuse_file_info*) {
+  Count(kOpFallocate);
+  if (IsVirtual(ino)) return (void)fuse_reply_err(req, EOPNOTSUPP);
+  if (mode != 0 && mode != (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
+    return (void)fuse_reply_err(req, EOPNOTSUPP);
+  }
+  if (offset < 0 || length <= 0) return (void)fuse_reply_err(req, EINVAL);
+  if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
+  Status s = [&]() -> Status {
+    uint64_t off = static_cast<uint64_t>(offset), len = static_cast<uint64_t>(length);
+    if (off + len > (1ull << 50)) return Errno(EFBIG);
+    InodeLocks locks(this, {ino});
+    Txn txn(this);
+    auto ar = txn.Attr(ino);
+    if (!ar) return ar.error();
+    InodeAttr* a = *ar;
+    if (!a->IsReg()) return Errno(a->IsDir() ? EISDIR : ENODEV);
+    std::vector<uint64_t> drop;
+    int64_t now = NowNs();
+    if (mode == 0) {
+      if (off + len > a->size) MXFS_RETURN_IF_ERROR(Truncate(&txn, ino, a, off + len, &drop));
+      if (a->storage == Storage::kObject) {
+        auto o = ObjectFor(ino, false);
+        if (!o) return o.error();
+        MXFS_RETURN_IF_ERROR((*o)->Allocate(0, off, len));
+      }
+      a->ctime_ns = now;
+    } else {
+      if (a->storage == Storage::kInline) {
+        MXFS_RETURN_IF_ERROR(PunchInline(&txn, ino, *a, off, len));
+      } else {
+        auto o = ObjectFor(ino, false);
+        if (!o) return o.error();
+        MXFS_RETURN_IF_ERROR((*o)->Allocate(mode, off, len));
+      }
+      a->mtime_ns = a->ctime_ns = now;
+    }
+    return Commit(&txn);
+  }();
+  fuse_reply_err(req, ToErrno(s));
+}
+
+void MatrixFs::Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info*) {
+  Count(kOpOther);
+  if (whence != SEEK_DATA && whence != SEEK_HOLE) return (void)fuse_reply_err(req, EINVAL);
+  if (IsVirtual(ino)) return (void)fuse_reply_err(req, ENXIO);
+  std::shared_ptr<RandomRWFile> obj;
+  off_t result = -1;
+  Status s;
+  {
+    InodeLocks locks(this, {ino});
+    auto a = LoadAttr(ino);
+    if (!a) {
+      s = a.error();
+    } else if (off < 0 || static_cast<uint64_t>(off) >= a->size) {
+      s = Errno(ENXIO);
+    } else if (a->storage == Storage::kObject) {
+      auto o = ObjectFor(ino, false);
+      if (o) obj = *o;
+      else s = o.error();
+    } else {
+      const uint64_t bs = sb_.block_size;
+      const uint64_t pos = static_cast<uint64_t>(off);
+      std::string prefix = BlockPrefix(ino);
+      auto it = db_->NewIterator(ReadOptions());
+      it->Seek(BlockKey(ino, pos / bs));
+      if (whence == SEEK_DATA) {
+        s = Errno(ENXIO);
+        for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
+          uint64_t bstart = BlockKeyBlock(it->key()) * bs;
+          if (bstart + it->value().size() > pos && it->value().size() > 0) {
+            result = static_cast<off_t>(std::max(pos, bstart));
+            s = Status::OK();
+            break;
+          }
+        }
+      } else {
+        uint64_t p = pos;
+        for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
+          uint64_t bstart = BlockKeyBlock(it->key()) * bs;
+          if (bstart > p) break;
+          uint64_t bend = bstart + bs;
+          if (bend > p) p = bend;
+        }
+        result = static_cast<off_t>(std::min(p, a->size));
+      }
+      if (s.ok() && !it->status().ok()) s = it->status();
+    }
+  }
+  if (s.ok() && obj) {
+    result = ::lseek(obj->fd(), off, whence);
+    if (result < 0) s = Errno(errno);
+  }
+  if (!s.ok()) return ReplyStatus(req, s);
+  fuse_reply_lseek(req, result);
+}
+
+}  // namespace mxfs

@@ -1,0 +1,147 @@
+// The parts of MatrixFs's implementation that its files share: the private
+// nested classes (InodeLocks, Txn, DirHandle), the .matrixfs layout, and the
+// small free helpers (time, errno, caller credentials, names). Only the
+// fuse/matrix_fs*.cc files include this; the facade, and the list of those
+// files by concern, is fuse/matrix_fs.h.
+//
+// Thread-safety: as MatrixFs (fuse/matrix_fs.h); InodeLocks and Txn belong
+// to one operation on one thread, a DirHandle is guarded by its own mutex.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <initializer_list>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "fuse/matrix_fs.h"
+#include "fuse/schema.h"
+#include "kvcore/include/options.h"
+#include "kvcore/include/write_batch.h"
+
+namespace mxfs {
+
+// fuse_file_info.fh of a regular file's open the kernel serves through
+// passthrough (the others have 0).
+inline constexpr uint64_t kPassthroughFh = 1;
+inline constexpr char kMatrixDirName[] = ".matrixfs";
+inline constexpr uint64_t kVirtDir = kFirstVirtualIno;
+struct VirtualFile {
+  const char* name;
+  const char* property;  // DB property, or nullptr for the control file
+};
+inline constexpr VirtualFile kVirtualFiles[] = {
+    {"stats", "matrixkv.stats"},
+    {"levels", "matrixkv.levels"},
+    {"container", "matrixkv.container"},
+    {"compactions", "matrixkv.compactions"},
+    {"control", nullptr},
+};
+inline constexpr size_t kNumVirtualFiles = sizeof(kVirtualFiles) / sizeof(kVirtualFiles[0]);
+inline constexpr uint64_t kControlIno = kVirtDir + kNumVirtualFiles;  // the last one
+
+// The daemon's timestamps come from the same clock the kernel stamps a FUSE
+// inode with (current_time(): the coarse clock, one tick, 4 ms here; FUSE
+// has no multigrain timestamps). Under the writeback cache the kernel owns
+// a regular file's c/mtime; when a write lands in the tick the file was
+// created in, its times are unchanged, the inode stays clean, and close
+// sends no SETATTR of the times: one round trip less per small file
+// (BENCHMARKS.md). Values are still stored in nanoseconds; ext4 stamps from
+// the same coarse clock. (Tried once before and reverted when the crash
+// torture lost writes: the cause was the missing FLUSH, see Flush.)
+
+int64_t NowNs();
+struct timespec ToTimespec(int64_t ns);
+int64_t FromTimespec(const struct timespec& ts);
+// A Status carrying errno e (what says where).
+Status Errno(int e, std::string_view what = "");
+WriteOptions SyncWrite();
+// Replies ToErrno(s).
+void ReplyStatus(fuse_req_t req, const Status& s);
+// Whether the caller of req has gid as its group or a supplementary group.
+bool CallerInGroup(fuse_req_t req, gid_t gid);
+// The set-id bits the kernel's kill flag (FUSE_HANDLE_KILLPRIV_V2) takes
+// from a non-directory, by the Linux VFS rules (setattr_should_drop_suidgid):
+// set-user-ID always; set-group-ID when the file is group-executable, or when
+// the caller is neither in the file's group (its group before a chgrp) nor
+// privileged. On write and truncate the kernel sets the flag only for a
+// caller without CAP_FSETID, so may_be_privileged is false there; on chown it
+// sets it for everyone, and uid 0 stands in for CAP_FSETID. The group check
+// (fuse_req_getgroups reads /proc) runs only for a set-gid file without group
+// execute whose group is not the caller's primary one.
+
+uint32_t KilledSetIdBits(fuse_req_t req, const InodeAttr& a, bool may_be_privileged);
+// A name of a new or looked-up entry: 1..255 bytes (ENOENT, ENAMETOOLONG).
+Status CheckName(const char* name);
+// Names the calling libfuse worker "mxfs-fuse" at its first request.
+void NameThread();
+
+// Locks the stripes of a set of inodes in stripe order (duplicates once).
+class MatrixFs::InodeLocks {
+ public:
+  InodeLocks(MatrixFs* fs, std::initializer_list<uint64_t> inos) : fs_(fs) {
+    for (uint64_t ino : inos) {
+      if (ino != 0) idx_.push_back(StripeOf(ino));
+    }
+    std::sort(idx_.begin(), idx_.end());
+    idx_.erase(std::unique(idx_.begin(), idx_.end()), idx_.end());
+    for (size_t i : idx_) fs_->stripes_[i].mu.lock();
+  }
+  ~InodeLocks() {
+    for (auto it = idx_.rbegin(); it != idx_.rend(); ++it) fs_->stripes_[*it].mu.unlock();
+  }
+  InodeLocks(const InodeLocks&) = delete;
+  InodeLocks& operator=(const InodeLocks&) = delete;
+
+ private:
+  MatrixFs* fs_;
+  std::vector<size_t> idx_;
+};
+
+// One operation's batch plus the attributes it changes; Commit writes the
+// batch and then refreshes the inode table. Used under the inodes' locks.
+class MatrixFs::Txn {
+ public:
+  explicit Txn(MatrixFs* fs) : fs_(fs) {}
+  // The attributes of ino, loaded once and written back at commit.
+  Result<InodeAttr*> Attr(uint64_t ino) {
+    auto it = attrs_.find(ino);
+    if (it != attrs_.end()) return &it->second;
+    auto a = fs_->LoadAttr(ino);
+    if (!a) return Err(a.error());
+    return &attrs_.emplace(ino, std::move(*a)).first->second;
+  }
+  // Adds an attribute record that is not loaded (a new inode).
+  InodeAttr* NewAttr(uint64_t ino, InodeAttr a) { return &(attrs_[ino] = std::move(a)); }
+  void Delete(uint64_t ino) { deleted_.insert(ino); }
+  WriteBatch batch;
+
+ private:
+  friend class MatrixFs;
+  MatrixFs* fs_;
+  std::map<uint64_t, InodeAttr> attrs_;
+  std::set<uint64_t> deleted_;
+};
+
+// Per open directory (and per open .matrixfs file): readdir continues after
+// the name it returned last. d_off values count up from the synthetic
+// entries ('.', '..', '.matrixfs' at the root); the handle remembers the
+// (d_off, name) pairs of its last batch plus the one it started from, so the
+// kernel's next offset maps back to a name and the iterator Seeks just past
+// it: constant memory, and concurrent inserts/removals neither repeat nor
+// skip the other entries.
+struct MatrixFs::DirHandle {
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, std::string>> last;
+  std::string content;
+};
+
+}  // namespace mxfs

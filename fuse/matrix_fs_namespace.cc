@@ -1,0 +1,451 @@
+// MatrixFs's namespace operations: lookup and forget, the creation of
+// entries (mknod, mkdir, symlink, create, link), their removal (unlink,
+// rmdir), rename, readlink, and the sticky-directory rule.
+#include <linux/fs.h>
+#include <sys/stat.h>
+
+#include <cstring>
+
+#include "fuse/matrix_fs_internal.h"
+
+namespace mxfs {
+
+Status MatrixFs::CheckSticky(fuse_req_t req, const InodeAttr& dir, const InodeAttr& victim) const {
+  if (!(dir.mode & S_ISVTX)) return Status::OK();
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  if (ctx->uid == 0 || ctx->uid == dir.uid || ctx->uid == victim.uid) return Status::OK();
+  return Errno(EPERM, "sticky directory");
+}
+
+// ---------------------------------------------------------------- lookup
+
+void MatrixFs::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Count(kOpLookup);
+  fuse_entry_param e;
+  if (parent == kRootIno && std::strcmp(name, kMatrixDirName) == 0) {
+    std::memset(&e, 0, sizeof(e));
+    e.ino = kVirtDir;
+    e.generation = 1;
+    VirtualStat(kVirtDir, &e.attr);
+    e.attr_timeout = e.entry_timeout = 1.0;
+    fuse_reply_entry(req, &e);
+    return;
+  }
+  if (IsVirtual(parent)) {
+    for (size_t i = 0; i < kNumVirtualFiles; ++i) {
+      if (std::strcmp(name, kVirtualFiles[i].name) == 0) {
+        std::memset(&e, 0, sizeof(e));
+        e.ino = kVirtDir + 1 + i;
+        e.generation = 1;
+        VirtualStat(e.ino, &e.attr);
+        e.attr_timeout = e.entry_timeout = 1.0;
+        fuse_reply_entry(req, &e);
+        return;
+      }
+    }
+    fuse_reply_err(req, ENOENT);
+    return;
+  }
+  Status s = CheckName(name);
+  if (!s.ok()) return ReplyStatus(req, s);
+  std::string nm(name);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto de = LookupEntry(parent, nm);
+    if (!de) {
+      if (ToErrno(de.error()) == ENOENT) {
+        // A negative entry the kernel may cache: every create goes through us.
+        std::memset(&e, 0, sizeof(e));
+        e.entry_timeout = cfg_.entry_timeout;
+        fuse_reply_entry(req, &e);
+        return;
+      }
+      return ReplyStatus(req, de.error());
+    }
+    {
+      InodeLocks locks(this, {parent, de->ino});
+      auto again = LookupEntry(parent, nm);
+      if (!again || again->ino != de->ino) continue;
+      auto a = LoadAttr(de->ino);
+      if (!a) {
+        s = a.error();
+      } else {
+        Node& n = NodeFor(de->ino);
+        n.nlookup++;
+        n.attr = *a;
+        n.have_attr = true;
+        FillEntry(de->ino, *a, &e);
+      }
+    }
+    if (!s.ok()) return ReplyStatus(req, s);
+    fuse_reply_entry(req, &e);
+    return;
+  }
+  fuse_reply_err(req, EAGAIN);
+}
+
+void MatrixFs::Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  if (!IsVirtual(ino)) {
+    InodeLocks locks(this, {ino});
+    Node* n = FindNode(ino);
+    if (n != nullptr) {
+      n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
+      if (ino == kRootIno && n->nlookup == 0) n->nlookup = 1;
+      if (n->nlookup == 0 && n->open_count == 0) {
+        MaybeReclaim(ino);
+        StripeFor(ino).nodes.erase(ino);
+      }
+    }
+  }
+  if (req != nullptr) fuse_reply_none(req);
+}
+
+void MatrixFs::ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  for (size_t i = 0; i < count; ++i) Forget(nullptr, forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(req);
+}
+
+void MatrixFs::Readlink(fuse_req_t req, fuse_ino_t ino) {
+  Count(kOpOther);
+  std::string target;
+  Status s;
+  {
+    InodeLocks locks(this, {ino});
+    auto a = LoadAttr(ino);
+    if (!a) s = a.error();
+    else if (!a->IsSymlink()) s = Errno(EINVAL);
+    else target = a->symlink;
+  }
+  if (!s.ok()) return ReplyStatus(req, s);
+  fuse_reply_readlink(req, target.c_str());
+}
+
+// ---------------------------------------------------------------- namespace
+
+Status MatrixFs::MakeNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
+                          uint64_t rdev, const std::string& target, bool open, fuse_entry_param* e) {
+  if (IsVirtual(parent)) return Errno(EPERM);
+  if (cfg_.read_only) return Errno(EROFS);
+  MXFS_RETURN_IF_ERROR(CheckName(name));
+  if (parent == kRootIno && std::strcmp(name, kMatrixDirName) == 0) return Errno(EEXIST);
+  if (target.size() > 4095) return Errno(ENAMETOOLONG);
+  auto ino = AllocIno();
+  if (!ino) return ino.error();
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  InodeLocks locks(this, {parent, *ino});
+  Txn txn(this);
+  auto pr = txn.Attr(parent);
+  if (!pr) return pr.error();
+  InodeAttr* p = *pr;
+  if (!p->IsDir()) return Errno(ENOTDIR);
+  if (p->nlink == 0) return Errno(ENOENT, "directory was removed");
+  std::string dkey = DentryKey(parent, name);
+  std::string existing;
+  Status s = db_->Get(ReadOptions(), dkey, &existing);
+  if (s.ok()) return Errno(EEXIST);
+  if (!s.IsNotFound()) return s;
+  int64_t now = NowNs();
+  InodeAttr a;
+  a.mode = mode;
+  a.uid = ctx->uid;
+  a.gid = ctx->gid;
+  if (p->mode & S_ISGID) {
+    a.gid = p->gid;
+    if (S_ISDIR(mode)) a.mode |= S_ISGID;
+  }
+  if (!S_ISDIR(mode) && (a.mode & S_ISGID) && ctx->uid != 0 && !CallerInGroup(req, a.gid)) {
+    a.mode &= ~S_ISGID;
+  }
+  a.nlink = S_ISDIR(mode) ? 2 : 1;
+  a.atime_ns = a.mtime_ns = a.ctime_ns = a.crtime_ns = now;
+  a.rdev = rdev;
+  a.generation = generation_;
+  a.parent = parent;
+  a.symlink = target;
+  a.size = target.size();
+  if (AclsOn()) {
+    MXFS_RETURN_IF_ERROR(NewInodeAcl(req, parent, *ino, &a, &txn.batch));
+  }
+  txn.NewAttr(*ino, a);
+  txn.batch.Put(dkey, EncodeDirEntry(DirEntry{*ino, ModeToDirType(mode)}));
+  p->mtime_ns = p->ctime_ns = now;
+  if (S_ISDIR(mode)) p->nlink++;
+  MXFS_RETURN_IF_ERROR(Commit(&txn));
+  inode_count_.fetch_add(1, std::memory_order_relaxed);
+  Node& n = NodeFor(*ino);
+  n.nlookup++;
+  if (open) n.open_count++;
+  n.attr = a;
+  n.have_attr = true;
+  FillEntry(*ino, a, e);
+  return Status::OK();
+}
+
+void MatrixFs::Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+  Count(kOpMknod);
+  uint32_t fmt = mode & S_IFMT;
+  if (fmt == 0) mode |= S_IFREG;
+  else if (fmt != S_IFREG && fmt != S_IFIFO && fmt != S_IFSOCK && fmt != S_IFCHR && fmt != S_IFBLK) {
+    return (void)fuse_reply_err(req, EINVAL);
+  }
+  fuse_entry_param e;
+  Status s = MakeNode(req, parent, name, mode, S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0, "", false, &e);
+  if (!s.ok()) return ReplyStatus(req, s);
+  fuse_reply_entry(req, &e);
+}
+
+void MatrixFs::Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  Count(kOpMkdir);
+  fuse_entry_param e;
+  Status s = MakeNode(req, parent, name, S_IFDIR | (mode & 07777), 0, "", false, &e);
+  if (!s.ok()) return ReplyStatus(req, s);
+  fuse_reply_entry(req, &e);
+}
+
+void MatrixFs::Symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
+  Count(kOpSymlink);
+  fuse_entry_param e;
+  Status s = MakeNode(req, parent, name, S_IFLNK | 0777, 0, link, false, &e);
+  if (!s.ok()) return ReplyStatus(req, s);
+  fuse_reply_entry(req, &e);
+}
+
+void MatrixFs::Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  Count(kOpCreate);
+  fuse_entry_param e;
+  Status s = MakeNode(req, parent, name, S_IFREG | (mode & 07777), 0, "", true, &e);
+  if (!s.ok()) return ReplyStatus(req, s);
+  fi->fh = 0;
+  fi->keep_cache = 1;
+  if (fuse_reply_create(req, &e, fi) != 0) {
+    // The kernel did not get the reply: undo the open; the lookup is forgotten with it.
+    Release(nullptr, e.ino, fi);
+  }
+}
+
+void MatrixFs::Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
+  Count(kOpLink);
+  if (IsVirtual(ino) || IsVirtual(newparent)) return (void)fuse_reply_err(req, EPERM);
+  if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
+  Status s = CheckName(newname);
+  if (s.ok() && newparent == kRootIno && std::strcmp(newname, kMatrixDirName) == 0) s = Errno(EEXIST);
+  fuse_entry_param e;
+  if (s.ok()) {
+    InodeLocks locks(this, {ino, newparent});
+    Txn txn(this);
+    s = [&]() -> Status {
+      auto ar = txn.Attr(ino);
+      if (!ar) return ar.error();
+      auto pr = txn.Attr(newparent);
+      if (!pr) return pr.error();
+      InodeAttr* a = *ar;
+      InodeAttr* p = *pr;
+      if (a->IsDir()) return Errno(EPERM);
+      if (a->nlink == 0) return Errno(ENOENT);
+      if (a->nlink >= 65000) return Errno(EMLINK);
+      if (!p->IsDir()) return Errno(ENOTDIR);
+      if (p->nlink == 0) return Errno(ENOENT);
+      std::string dkey = DentryKey(newparent, newname);
+      std::string v;
+      Status g = db_->Get(ReadOptions(), dkey, &v);
+      if (g.ok()) return Errno(EEXIST);
+      if (!g.IsNotFound()) return g;
+      int64_t now = NowNs();
+      a->nlink++;
+      a->ctime_ns = now;
+      p->mtime_ns = p->ctime_ns = now;
+      txn.batch.Put(dkey, EncodeDirEntry(DirEntry{ino, ModeToDirType(a->mode)}));
+      MXFS_RETURN_IF_ERROR(Commit(&txn));
+      Node& n = NodeFor(ino);
+      n.nlookup++;
+      FillEntry(ino, *a, &e);
+      return Status::OK();
+    }();
+  }
+  if (!s.ok()) return ReplyStatus(req, s);
+  fuse_reply_entry(req, &e);
+}
+
+Status MatrixFs::DoRemove(fuse_req_t req, uint64_t parent, const std::string& name, bool dir) {
+  if (IsVirtual(parent)) return Errno(EPERM);
+  if (parent == kRootIno && name == kMatrixDirName) return Errno(EPERM);
+  if (cfg_.read_only) return Errno(EROFS);
+  MXFS_RETURN_IF_ERROR(CheckName(name.c_str()));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto de = LookupEntry(parent, name);
+    if (!de) return de.error();
+    InodeLocks locks(this, {parent, de->ino});
+    auto again = LookupEntry(parent, name);
+    if (!again) return again.error();
+    if (again->ino != de->ino) continue;
+    uint64_t ino = de->ino;
+    Txn txn(this);
+    auto pr = txn.Attr(parent);
+    if (!pr) return pr.error();
+    auto ar = txn.Attr(ino);
+    if (!ar) return ar.error();
+    InodeAttr* p = *pr;
+    InodeAttr* a = *ar;
+    if (dir && !a->IsDir()) return Errno(ENOTDIR);
+    if (!dir && a->IsDir()) return Errno(EISDIR);
+    MXFS_RETURN_IF_ERROR(CheckSticky(req, *p, *a));
+    if (dir) {
+      auto it = db_->NewIterator(ReadOptions());
+      std::string prefix = DentryPrefix(ino);
+      it->Seek(prefix);
+      if (it->Valid() && it->key().starts_with(prefix)) return Errno(ENOTEMPTY);
+      MXFS_RETURN_IF_ERROR(it->status());
+      if (p->nlink > 2) p->nlink--;
+    }
+    txn.batch.Delete(DentryKey(parent, name));
+    int64_t now = NowNs();
+    p->mtime_ns = p->ctime_ns = now;
+    MXFS_RETURN_IF_ERROR(DropLink(&txn, ino, a));
+    return Commit(&txn);
+  }
+  return Errno(EAGAIN);
+}
+
+void MatrixFs::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Count(kOpUnlink);
+  Status s = DoRemove(req, parent, name, false);
+  fuse_reply_err(req, ToErrno(s));
+}
+
+void MatrixFs::Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Count(kOpRmdir);
+  Status s = DoRemove(req, parent, name, true);
+  fuse_reply_err(req, ToErrno(s));
+}
+
+Status MatrixFs::DoRename(fuse_req_t req, uint64_t parent, const std::string& name,
+                          uint64_t newparent, const std::string& newname, unsigned flags) {
+  if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return Errno(EINVAL);
+  if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE)) return Errno(EINVAL);
+  if (IsVirtual(parent) || IsVirtual(newparent)) return Errno(EPERM);
+  if ((parent == kRootIno && name == kMatrixDirName) || (newparent == kRootIno && newname == kMatrixDirName)) {
+    return Errno(EPERM);
+  }
+  if (cfg_.read_only) return Errno(EROFS);
+  MXFS_RETURN_IF_ERROR(CheckName(name.c_str()));
+  MXFS_RETURN_IF_ERROR(CheckName(newname.c_str()));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto src = LookupEntry(parent, name);
+    if (!src) return src.error();
+    auto dst = LookupEntry(newparent, newname);
+    if (!dst && ToErrno(dst.error()) != ENOENT) return dst.error();
+    uint64_t dst_ino = dst ? dst->ino : 0;
+    InodeLocks locks(this, {parent, newparent, src->ino, dst_ino});
+    auto src2 = LookupEntry(parent, name);
+    auto dst2 = LookupEntry(newparent, newname);
+    if (!src2 || src2->ino != src->ino) continue;
+    if ((dst2 ? dst2->ino : 0) != dst_ino) continue;
+    uint64_t ino = src->ino;
+    if (dst_ino == ino) {
+      return Status::OK();  // both names link the same inode: nothing to do
+    }
+    Txn txn(this);
+    auto ppr = txn.Attr(parent);
+    if (!ppr) return ppr.error();
+    auto npr = txn.Attr(newparent);
+    if (!npr) return npr.error();
+    auto ar = txn.Attr(ino);
+    if (!ar) return ar.error();
+    InodeAttr* pp = *ppr;
+    InodeAttr* np = *npr;
+    InodeAttr* a = *ar;
+    InodeAttr* d = nullptr;
+    if (dst_ino != 0) {
+      auto dr = txn.Attr(dst_ino);
+      if (!dr) return dr.error();
+      d = *dr;
+    }
+    if (!np->IsDir()) return Errno(ENOTDIR);
+    if (np->nlink == 0) return Errno(ENOENT);
+    // A directory may not move below itself: walk up from the new parent
+    // (ancestors outside the locked set are read from the KV, which a commit
+    // updates before the cache).
+    auto parent_of = [&](uint64_t p) -> Result<uint64_t> {
+      if (p == parent) return pp->parent;
+      if (p == newparent) return np->parent;
+      if (p == ino) return a->parent;
+      if (p == dst_ino && d != nullptr) return d->parent;
+      std::string v;
+      Status g = db_->Get(ReadOptions(), InodeKey(p), &v);
+      if (!g.ok()) return Err(std::move(g));
+      InodeAttr pa;
+      g = DecodeInodeAttr(p, v, &pa);
+      if (!g.ok()) return Err(std::move(g));
+      return pa.parent;
+    };
+    auto below = [&](uint64_t moved, uint64_t start) -> Result<bool> {
+      uint64_t p = start;
+      for (int depth = 0; p != kRootIno && depth < 100000; ++depth) {
+        if (p == moved) return true;
+        auto up = parent_of(p);
+        if (!up) return Err(up.error());
+        if (*up == p) break;
+        p = *up;
+      }
+      return false;
+    };
+    if (a->IsDir() && parent != newparent) {
+      auto b = below(ino, newparent);
+      if (!b) return b.error();
+      if (*b) return Errno(EINVAL, "rename into own subtree");
+    }
+    if ((flags & RENAME_EXCHANGE) && d != nullptr && d->IsDir() && parent != newparent) {
+      auto b = below(dst_ino, parent);
+      if (!b) return b.error();
+      if (*b) return Errno(EINVAL, "rename into own subtree");
+    }
+    if ((flags & RENAME_EXCHANGE) && d == nullptr) return Errno(ENOENT);
+    MXFS_RETURN_IF_ERROR(CheckSticky(req, *pp, *a));
+    if (d != nullptr) MXFS_RETURN_IF_ERROR(CheckSticky(req, *np, *d));
+    int64_t now = NowNs();
+    if (flags & RENAME_EXCHANGE) {
+      txn.batch.Put(DentryKey(parent, name), EncodeDirEntry(DirEntry{dst_ino, ModeToDirType(d->mode)}));
+      txn.batch.Put(DentryKey(newparent, newname), EncodeDirEntry(DirEntry{ino, ModeToDirType(a->mode)}));
+      if (parent != newparent) {
+        if (a->IsDir()) { pp->nlink--; np->nlink++; a->parent = newparent; }
+        if (d->IsDir()) { np->nlink--; pp->nlink++; d->parent = parent; }
+      }
+      a->ctime_ns = d->ctime_ns = now;
+    } else {
+      if (d != nullptr) {
+        if (flags & RENAME_NOREPLACE) return Errno(EEXIST);
+        if (a->IsDir() && !d->IsDir()) return Errno(ENOTDIR);
+        if (!a->IsDir() && d->IsDir()) return Errno(EISDIR);
+        if (d->IsDir()) {
+          auto it = db_->NewIterator(ReadOptions());
+          std::string prefix = DentryPrefix(dst_ino);
+          it->Seek(prefix);
+          if (it->Valid() && it->key().starts_with(prefix)) return Errno(ENOTEMPTY);
+          MXFS_RETURN_IF_ERROR(it->status());
+          np->nlink--;
+        }
+        MXFS_RETURN_IF_ERROR(DropLink(&txn, dst_ino, d));
+      }
+      txn.batch.Delete(DentryKey(parent, name));
+      txn.batch.Put(DentryKey(newparent, newname), EncodeDirEntry(DirEntry{ino, ModeToDirType(a->mode)}));
+      if (a->IsDir() && parent != newparent) {
+        pp->nlink--;
+        np->nlink++;
+        a->parent = newparent;
+      }
+      a->ctime_ns = now;
+    }
+    pp->mtime_ns = pp->ctime_ns = now;
+    np->mtime_ns = np->ctime_ns = now;
+    return Commit(&txn);
+  }
+  return Errno(EAGAIN);
+}
+
+void MatrixFs::Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
+                      const char* newname, unsigned int flags) {
+  Count(kOpRename);
+  Status s = DoRename(req, parent, name, newparent, newname, flags);
+  fuse_reply_err(req, ToErrno(s));
+}
+
+}  // namespace mxfs

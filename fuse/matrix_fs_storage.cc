@@ -1,0 +1,255 @@
+// Where MatrixFs keeps a file's bytes: small files inline as F blocks in
+// the KV, large ones in an object under data/ (MigrateToObject switches a
+// file over, Truncate cuts or grows either kind), and the passthrough
+// bookkeeping that takes the object's size and mtime back into the inode
+// (ReconcileObject, CommitReconciled, PassthroughOpen).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "base/logging.h"
+#include "fuse/kernel_channel.h"
+#include "fuse/matrix_fs_internal.h"
+
+namespace mxfs {
+
+std::string MatrixFs::ObjectPath(uint64_t ino) const {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "/%016" PRIx64, ino);
+  return DataPath(datadir_) + buf;
+}
+
+void MatrixFs::RemoveObject(uint64_t ino) {
+  // A failure leaves garbage that the next mount collects.
+  ::unlink(ObjectPath(ino).c_str());
+}
+
+Result<std::shared_ptr<RandomRWFile>> MatrixFs::ObjectFor(uint64_t ino, bool create) {
+  Node& n = NodeFor(ino);
+  if (n.object) return n.object;
+  auto f = fs_->NewRandomRWFile(ObjectPath(ino), create);
+  if (!f) return Err(f.error());
+  n.object = std::shared_ptr<RandomRWFile>(std::move(*f));
+  return n.object;
+}
+
+Status MatrixFs::ReadInline(uint64_t ino, const InodeAttr&, uint64_t off, size_t n, std::string* out) {
+  out->assign(n, '\0');
+  if (n == 0) return Status::OK();
+  const uint64_t bs = sb_.block_size;
+  const uint64_t end = off + n;
+  std::string prefix = BlockPrefix(ino);
+  auto it = db_->NewIterator(ReadOptions());
+  for (it->Seek(BlockKey(ino, off / bs)); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    uint64_t bstart = BlockKeyBlock(it->key()) * bs;
+    if (bstart >= end) break;
+    Slice v = it->value();
+    uint64_t lo = std::max(off, bstart);
+    uint64_t hi = std::min(end, bstart + v.size());
+    if (hi > lo) std::memcpy(out->data() + (lo - off), v.data() + (lo - bstart), hi - lo);
+  }
+  return it->status();
+}
+
+Status MatrixFs::WriteInline(Txn* txn, uint64_t ino, InodeAttr* a, uint64_t off, const Slice& data) {
+  const uint64_t bs = sb_.block_size;
+  const uint64_t end = off + data.size();
+  for (uint64_t b = off / bs; b * bs < end; ++b) {
+    uint64_t bstart = b * bs;
+    uint64_t lo = std::max(off, bstart) - bstart;
+    uint64_t hi = std::min(end, bstart + bs) - bstart;
+    std::string key = BlockKey(ino, b);
+    std::string block;
+    if (lo != 0 || hi != bs) {
+      Status s = db_->Get(ReadOptions(), key, &block);
+      if (!s.ok() && !s.IsNotFound()) return s;
+      if (block.size() < hi) block.resize(hi, '\0');
+      std::memcpy(block.data() + lo, data.data() + (bstart + lo - off), hi - lo);
+      txn->batch.Put(key, block);
+    } else {
+      txn->batch.Put(key, Slice(data.data() + (bstart - off), bs));
+    }
+  }
+  a->size = std::max(a->size, end);
+  return Status::OK();
+}
+
+Status MatrixFs::MigrateToObject(Txn* txn, uint64_t ino, InodeAttr* a, std::shared_ptr<RandomRWFile>* out) {
+  Node& n = NodeFor(ino);
+  n.object.reset();
+  auto f = fs_->NewRandomRWFile(ObjectPath(ino), true);
+  if (!f) return f.error();
+  std::shared_ptr<RandomRWFile> obj(std::move(*f));
+  auto fail = [&](Status s) {
+    obj.reset();
+    RemoveObject(ino);
+    return s;
+  };
+  Status s = obj->Truncate(0);
+  if (!s.ok()) return fail(std::move(s));
+  const uint64_t bs = sb_.block_size;
+  std::string prefix = BlockPrefix(ino);
+  auto it = db_->NewIterator(ReadOptions());
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    s = obj->Write(BlockKeyBlock(it->key()) * bs, it->value());
+    if (!s.ok()) return fail(std::move(s));
+    txn->batch.Delete(it->key());
+  }
+  if (!it->status().ok()) return fail(it->status());
+  s = obj->Truncate(a->size);
+  if (!s.ok()) return fail(std::move(s));
+  a->storage = Storage::kObject;
+  n.object = obj;
+  *out = std::move(obj);
+  return Status::OK();
+}
+
+Status MatrixFs::Truncate(Txn* txn, uint64_t ino, InodeAttr* a, uint64_t size,
+                          std::vector<uint64_t>* drop_objects) {
+  const uint64_t bs = sb_.block_size;
+  if (a->storage == Storage::kInline) {
+    if (size <= sb_.inline_limit) {
+      if (size < a->size) {
+        std::string prefix = BlockPrefix(ino);
+        auto it = db_->NewIterator(ReadOptions());
+        for (it->Seek(BlockKey(ino, (size + bs - 1) / bs)); it->Valid() && it->key().starts_with(prefix);
+             it->Next()) {
+          txn->batch.Delete(it->key());
+        }
+        MXFS_RETURN_IF_ERROR(it->status());
+        if (size % bs != 0) {
+          std::string key = BlockKey(ino, size / bs);
+          std::string block;
+          Status s = db_->Get(ReadOptions(), key, &block);
+          if (s.ok() && block.size() > size % bs) {
+            block.resize(size % bs);
+            txn->batch.Put(key, block);
+          } else if (!s.ok() && !s.IsNotFound()) {
+            return s;
+          }
+        }
+      }
+      a->size = size;
+      return Status::OK();
+    }
+    std::shared_ptr<RandomRWFile> obj;
+    MXFS_RETURN_IF_ERROR(MigrateToObject(txn, ino, a, &obj));
+    MXFS_RETURN_IF_ERROR(obj->Truncate(size));
+    MXFS_RETURN_IF_ERROR(obj->Sync());
+    a->size = size;
+    return Status::OK();
+  }
+  const Node* pn = FindNode(ino);
+  if (size == 0 && (pn == nullptr || pn->pt_opens == 0)) {
+    // Back to inline; the object goes after the commit. (Not while the
+    // kernel writes the object itself through passthrough: then it is cut.)
+    a->storage = Storage::kInline;
+    a->size = 0;
+    drop_objects->push_back(ino);
+    return Status::OK();
+  }
+  if (size > a->size) {
+    // Growing: the object first, then the size commits.
+    auto obj = ObjectFor(ino, false);
+    if (!obj) return obj.error();
+    MXFS_RETURN_IF_ERROR((*obj)->Truncate(size));
+    MXFS_RETURN_IF_ERROR((*obj)->Sync());
+  }
+  // Shrinking: DoSetAttr cuts the object after the smaller size is
+  // committed, so a crash in between leaves bytes past the end (Startup cuts
+  // them off), never an object shorter than its inode says.
+  a->size = size;
+  return Status::OK();
+}
+
+Status MatrixFs::PunchInline(Txn* txn, uint64_t ino, const InodeAttr& a, uint64_t off, uint64_t len) {
+  const uint64_t bs = sb_.block_size;
+  uint64_t end = std::min(a.size, off + len);
+  for (uint64_t b = off / bs; b * bs < end; ++b) {
+    uint64_t bstart = b * bs;
+    uint64_t lo = std::max(off, bstart) - bstart;
+    uint64_t hi = std::min(end, bstart + bs) - bstart;
+    std::string key = BlockKey(ino, b);
+    std::string block;
+    Status s = db_->Get(ReadOptions(), key, &block);
+    if (s.IsNotFound()) continue;
+    MXFS_RETURN_IF_ERROR(s);
+    if (lo == 0 && hi >= block.size()) {
+      txn->batch.Delete(key);
+      continue;
+    }
+    if (lo < block.size()) {
+      std::memset(block.data() + lo, 0, std::min<uint64_t>(hi, block.size()) - lo);
+      txn->batch.Put(key, block);
+    }
+  }
+  return Status::OK();
+}
+
+void MatrixFs::ReconcileObject(Node* n) {
+  if (!n->object || n->attr.storage != Storage::kObject) return;
+  struct stat ost;
+  if (::fstat(n->object->fd(), &ost) != 0) return;  // the attributes stay as recorded
+  if (static_cast<uint64_t>(ost.st_size) > n->attr.size) {
+    n->attr.size = static_cast<uint64_t>(ost.st_size);
+    n->pt_dirty = true;
+  }
+  const int64_t mtime = FromTimespec(ost.st_mtim);
+  if (mtime != n->pt_mtime_ns) {
+    // Written through the kernel since we last looked (or cut by Truncate,
+    // which sets mtime to about the same time anyway).
+    n->pt_mtime_ns = mtime;
+    n->attr.mtime_ns = n->attr.ctime_ns = mtime;
+    n->pt_dirty = true;
+  }
+}
+
+Status MatrixFs::CommitReconciled(uint64_t ino) {
+  Node* n = FindNode(ino);
+  if (n == nullptr || n->deleted || !n->have_attr) return Status::OK();
+  if (n->pt_opens > 0) ReconcileObject(n);
+  if (!n->pt_dirty) return Status::OK();
+  Txn txn(this);
+  auto a = txn.Attr(ino);
+  if (!a) return a.error();
+  return Commit(&txn);
+}
+
+int32_t MatrixFs::PassthroughOpen(uint64_t ino, const InodeAttr& a) {
+  Node* n = FindNode(ino);
+  if (n == nullptr) return 0;
+  if (n->pt_opens > 0) {
+    // Every open of an inode in passthrough mode must be (the kernel refuses
+    // a cached open meanwhile, and the other way round).
+    n->pt_opens++;
+    return n->backing_id;
+  }
+  if (!cfg_.passthrough || !KernelChannel::PassthroughGranted() || passthrough_off_.load() || !a.IsReg() ||
+      a.storage != Storage::kObject || n->open_count != 1) {
+    return 0;  // not a large file, or normal opens are there: the normal path
+  }
+  auto obj = ObjectFor(ino, false);
+  if (!obj) {
+    MXFS_LOG_WARN("inode %" PRIu64 ": no object for passthrough (%s); normal path", ino, obj.error().ToString().c_str());
+    return 0;
+  }
+  struct stat ost;
+  if (::fstat((*obj)->fd(), &ost) != 0) return 0;
+  auto id = KernelChannel::BackingOpen((*obj)->fd());
+  if (!id) {
+    if (!passthrough_off_.exchange(true)) {
+      MXFS_LOG_ERROR("passthrough off for this mount: %s", id.error().ToString().c_str());
+    }
+    return 0;
+  }
+  n->backing_id = *id;
+  n->pt_opens = 1;
+  n->pt_mtime_ns = FromTimespec(ost.st_mtim);
+  return n->backing_id;
+}
+
+}  // namespace mxfs
