@@ -284,6 +284,15 @@ class MatrixFs {
   Status Truncate(Txn* txn, uint64_t ino, InodeAttr* a, uint64_t size, std::vector<uint64_t>* drop_objects);
   Status PunchInline(Txn* txn, uint64_t ino, const InodeAttr& a, uint64_t off, uint64_t len);
 
+  // The rules every new directory entry follows (MakeNode, Link), in two
+  // halves around the locks. CheckNewEntryName, before them: the parent is
+  // not in .matrixfs (EPERM), the mount is writable (EROFS), the name is
+  // valid (CheckName) and not the root's ".matrixfs" (EEXIST).
+  // CheckNewEntry, under the parent's stripe: the parent (attributes p) is
+  // a directory (ENOTDIR) that still exists (ENOENT) and has no entry dkey
+  // (EEXIST).
+  Status CheckNewEntryName(uint64_t parent, const char* name) const;
+  Status CheckNewEntry(const InodeAttr& p, const std::string& dkey);
   Status MakeNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode, uint64_t rdev,
                   const std::string& target, bool open, fuse_entry_param* e);
   Status DoRename(fuse_req_t req, uint64_t parent, const std::string& name, uint64_t newparent,

@@ -121,12 +121,27 @@ void MatrixFs::Readlink(fuse_req_t req, fuse_ino_t ino) {
 
 // ---------------------------------------------------------------- namespace
 
-Status MatrixFs::MakeNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
-                          uint64_t rdev, const std::string& target, bool open, fuse_entry_param* e) {
+Status MatrixFs::CheckNewEntryName(uint64_t parent, const char* name) const {
   if (IsVirtual(parent)) return Errno(EPERM);
   if (cfg_.read_only) return Errno(EROFS);
   MXFS_RETURN_IF_ERROR(CheckName(name));
   if (parent == kRootIno && std::strcmp(name, kMatrixDirName) == 0) return Errno(EEXIST);
+  return Status::OK();
+}
+
+Status MatrixFs::CheckNewEntry(const InodeAttr& p, const std::string& dkey) {
+  if (!p.IsDir()) return Errno(ENOTDIR);
+  if (p.nlink == 0) return Errno(ENOENT, "directory was removed");
+  std::string existing;
+  Status s = db_->Get(ReadOptions(), dkey, &existing);
+  if (s.ok()) return Errno(EEXIST);
+  if (!s.IsNotFound()) return s;
+  return Status::OK();
+}
+
+Status MatrixFs::MakeNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
+                          uint64_t rdev, const std::string& target, bool open, fuse_entry_param* e) {
+  MXFS_RETURN_IF_ERROR(CheckNewEntryName(parent, name));
   if (target.size() > 4095) return Errno(ENAMETOOLONG);
   auto ino = AllocIno();
   if (!ino) return ino.error();
@@ -136,13 +151,8 @@ Status MatrixFs::MakeNode(fuse_req_t req, uint64_t parent, const char* name, uin
   auto pr = txn.Attr(parent);
   if (!pr) return pr.error();
   InodeAttr* p = *pr;
-  if (!p->IsDir()) return Errno(ENOTDIR);
-  if (p->nlink == 0) return Errno(ENOENT, "directory was removed");
   std::string dkey = DentryKey(parent, name);
-  std::string existing;
-  Status s = db_->Get(ReadOptions(), dkey, &existing);
-  if (s.ok()) return Errno(EEXIST);
-  if (!s.IsNotFound()) return s;
+  MXFS_RETURN_IF_ERROR(CheckNewEntry(*p, dkey));
   int64_t now = NowNs();
   InodeAttr a;
   a.mode = mode;
@@ -224,10 +234,8 @@ void MatrixFs::Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_
 
 void MatrixFs::Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
   Count(kOpLink);
-  if (IsVirtual(ino) || IsVirtual(newparent)) return (void)fuse_reply_err(req, EPERM);
-  if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
-  Status s = CheckName(newname);
-  if (s.ok() && newparent == kRootIno && std::strcmp(newname, kMatrixDirName) == 0) s = Errno(EEXIST);
+  if (IsVirtual(ino)) return (void)fuse_reply_err(req, EPERM);
+  Status s = CheckNewEntryName(newparent, newname);
   fuse_entry_param e;
   if (s.ok()) {
     InodeLocks locks(this, {ino, newparent});
@@ -242,13 +250,8 @@ void MatrixFs::Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
       if (a->IsDir()) return Errno(EPERM);
       if (a->nlink == 0) return Errno(ENOENT);
       if (a->nlink >= 65000) return Errno(EMLINK);
-      if (!p->IsDir()) return Errno(ENOTDIR);
-      if (p->nlink == 0) return Errno(ENOENT);
       std::string dkey = DentryKey(newparent, newname);
-      std::string v;
-      Status g = db_->Get(ReadOptions(), dkey, &v);
-      if (g.ok()) return Errno(EEXIST);
-      if (!g.IsNotFound()) return g;
+      MXFS_RETURN_IF_ERROR(CheckNewEntry(*p, dkey));
       int64_t now = NowNs();
       a->nlink++;
       a->ctime_ns = now;
