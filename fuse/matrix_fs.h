@@ -10,7 +10,9 @@
 // inodes never deadlock), re-validates what it read, builds one WriteBatch
 // (Txn) and commits it with WriteOptions.sync, updates the in-memory inode
 // table, unlocks and replies. Status becomes errno in one place (ToErrno,
-// fuse/matrix_fs_util.cc).
+// fuse/matrix_fs_util.cc). Every handler replies exactly once; the work a
+// handler shares with an undo path (DropOpen for RELEASE and a failed OPEN
+// or CREATE reply, DropLookups for FORGET) is a function that never replies.
 //
 // Implementation, by concern (private helpers shared between these files are
 // in fuse/matrix_fs_internal.h):
@@ -275,6 +277,14 @@ class MatrixFs {
   void MaybeReclaim(uint64_t ino);  // holds stripe; nlink 0, no opens
   Status ReclaimInode(uint64_t ino);
   Status ReclaimOrphans(uint64_t* count);  // every inode with an 'O' key
+  // The work of FORGET and RELEASE, without a reply. DropLookups: the kernel
+  // forgets nlookup lookups of ino (the root keeps one). DropOpen: one open
+  // of ino with file handle fh ends (the passthrough bookkeeping, the open
+  // count, a .matrixfs handle) -- also the undo of an open or create whose
+  // reply the kernel did not take. Either reclaims an unlinked inode whose
+  // last user went, and drops its Node when nothing holds it.
+  void DropLookups(uint64_t ino, uint64_t nlookup);
+  void DropOpen(uint64_t ino, uint64_t fh);
   void MarkClean();  // at Close: reclaim the remaining orphans, S state = clean
 
   // Data helpers; caller holds ino's stripe.

@@ -55,7 +55,7 @@ void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       InodeAttr out;
       s = DoSetAttr(req, ino, &st, FUSE_SET_ATTR_SIZE, KernelChannel::KillSuidGid(KernelChannel::Op::kOpen), &out);
     }
-    if (!s.ok()) Release(nullptr, ino, fi);
+    if (!s.ok()) DropOpen(ino, fi->fh);
   }
   if (!s.ok()) return ReplyStatus(req, s);
   fi->fh = 0;
@@ -70,7 +70,7 @@ void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       KernelChannel::SetOpenBackingId(id);
     }
   }
-  if (fuse_reply_open(req, fi) != 0) Release(nullptr, ino, fi);
+  if (fuse_reply_open(req, fi) != 0) DropOpen(ino, fi->fh);
 }
 
 void MatrixFs::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
@@ -220,13 +220,13 @@ void MatrixFs::Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t siz
 // return the error (RELIABILITY.md, 2026-11-23).
 void MatrixFs::Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
 
-void MatrixFs::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+void MatrixFs::DropOpen(uint64_t ino, uint64_t fh) {
   if (IsVirtual(ino)) {
-    DropHandle(fi->fh);
+    DropHandle(fh);
   } else {
     InodeLocks locks(this, {ino});
     Node* n = FindNode(ino);
-    if (n != nullptr && fi->fh == kPassthroughFh && n->pt_opens == 1) {
+    if (n != nullptr && fh == kPassthroughFh && n->pt_opens == 1) {
       // The last passthrough open: what the kernel wrote becomes the inode's
       // size and mtime (reconciled while pt_opens still counts this open),
       // then the backing id goes (files the kernel still holds keep their
@@ -240,7 +240,7 @@ void MatrixFs::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       if (!s.ok()) MXFS_LOG_WARN("inode %" PRIu64 ": %s", ino, s.ToString().c_str());
       n->backing_id = 0;
       n->pt_opens = 0;
-    } else if (n != nullptr && fi->fh == kPassthroughFh && n->pt_opens > 1) {
+    } else if (n != nullptr && fh == kPassthroughFh && n->pt_opens > 1) {
       n->pt_opens--;
     }
     if (n != nullptr && n->open_count > 0) {
@@ -252,7 +252,11 @@ void MatrixFs::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       }
     }
   }
-  if (req != nullptr) fuse_reply_err(req, 0);
+}
+
+void MatrixFs::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  DropOpen(ino, fi->fh);
+  fuse_reply_err(req, 0);
 }
 
 void MatrixFs::Fsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {

@@ -83,24 +83,26 @@ void MatrixFs::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   fuse_reply_err(req, EAGAIN);
 }
 
-void MatrixFs::Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-  if (!IsVirtual(ino)) {
-    InodeLocks locks(this, {ino});
-    Node* n = FindNode(ino);
-    if (n != nullptr) {
-      n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
-      if (ino == kRootIno && n->nlookup == 0) n->nlookup = 1;
-      if (n->nlookup == 0 && n->open_count == 0) {
-        MaybeReclaim(ino);
-        StripeFor(ino).nodes.erase(ino);
-      }
-    }
+void MatrixFs::DropLookups(uint64_t ino, uint64_t nlookup) {
+  if (IsVirtual(ino)) return;
+  InodeLocks locks(this, {ino});
+  Node* n = FindNode(ino);
+  if (n == nullptr) return;
+  n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
+  if (ino == kRootIno && n->nlookup == 0) n->nlookup = 1;
+  if (n->nlookup == 0 && n->open_count == 0) {
+    MaybeReclaim(ino);
+    StripeFor(ino).nodes.erase(ino);
   }
-  if (req != nullptr) fuse_reply_none(req);
+}
+
+void MatrixFs::Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  DropLookups(ino, nlookup);
+  fuse_reply_none(req);
 }
 
 void MatrixFs::ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
-  for (size_t i = 0; i < count; ++i) Forget(nullptr, forgets[i].ino, forgets[i].nlookup);
+  for (size_t i = 0; i < count; ++i) DropLookups(forgets[i].ino, forgets[i].nlookup);
   fuse_reply_none(req);
 }
 
@@ -227,8 +229,9 @@ void MatrixFs::Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_
   fi->fh = 0;
   fi->keep_cache = 1;
   if (fuse_reply_create(req, &e, fi) != 0) {
-    // The kernel did not get the reply: undo the open; the lookup is forgotten with it.
-    Release(nullptr, e.ino, fi);
+    // The kernel did not get the reply: undo the open. (The lookup MakeNode
+    // counted stays, so the Node lives until unmount.)
+    DropOpen(e.ino, fi->fh);
   }
 }
 
