@@ -57,19 +57,6 @@ thread_local int32_t tls_backing_id = 0;
 thread_local KernelChannel::ReplySink tls_sink = nullptr;
 thread_local void* tls_sink_ctx = nullptr;
 
-std::atomic<bool> offer_v2{false};
-std::atomic<uint64_t> init_unique{0};   // unique of the INIT awaiting its reply (0: none)
-std::atomic<uint64_t> kernel_flags{0};  // what the kernel offered at INIT
-std::atomic<bool> v2_granted{false};
-std::atomic<bool> offer_pt{false};
-std::atomic<bool> pt_granted{false};
-std::atomic<int> session_fd{-1};
-std::atomic<bool> offer_uring{false};
-std::atomic<bool> uring_granted{false};
-std::atomic<bool> init_replied{false};
-std::atomic<size_t> init_max_payload{0};
-std::atomic<uint64_t> devfuse_requests{0};
-
 // Writes one reply: to this thread's sink if it takes it, else to fd.
 ssize_t Emit(int fd, const struct iovec* iov, int count) {
   if (tls_sink != nullptr) {
@@ -89,7 +76,9 @@ bool Field(const char* body, size_t body_len, size_t off, T* out) {
   return true;
 }
 
-void Inspect(const char* buf, size_t n) {
+}  // namespace
+
+void KernelChannel::Inspect(const char* buf, size_t n) {
   tls_last = LastRequest{};
   tls_backing_id = 0;
   fuse_in_header h;
@@ -105,8 +94,8 @@ void Inspect(const char* buf, size_t n) {
       uint32_t flags = 0, flags2 = 0;
       if (!Field(body, body_len, offsetof(fuse_init_in, flags), &flags)) return;
       if ((flags & FUSE_INIT_EXT) && !Field(body, body_len, offsetof(fuse_init_in, flags2), &flags2)) flags2 = 0;
-      kernel_flags.store(uint64_t{flags} | (uint64_t{flags2} << 32));
-      init_unique.store(h.unique);
+      kernel_flags_.store(uint64_t{flags} | (uint64_t{flags2} << 32));
+      init_unique_.store(h.unique);
       return;
     }
     case FUSE_WRITE: {
@@ -135,10 +124,7 @@ void Inspect(const char* buf, size_t n) {
   }
 }
 
-// Spin-polling (SetSpinMicros, SpinPoll): one thread of the process spins
-// at a time, so an idle mount costs at most one budget per request served.
-std::atomic<uint32_t> spin_us{0};
-std::atomic<bool> spinner_busy{false};
+namespace {
 
 uint64_t MonotonicUs() {
   struct timespec ts;
@@ -154,13 +140,15 @@ inline void CpuRelax() {
 #endif
 }
 
+}  // namespace
+
 // Waits up to the spin budget for a request to be pending on fd, polling
 // with a zero timeout (no wait-queue registration, no sleep). The caller
 // reads (blocking) afterwards either way: if another worker takes the
 // request first, that read simply sleeps as it would have.
-void SpinUntilReadable(int fd) {
-  KernelChannel::SpinPoll(
-      spin_us.load(std::memory_order_relaxed),
+void KernelChannel::SpinUntilReadable(int fd) {
+  SpinPoll(
+      spin_us_.load(std::memory_order_relaxed),
       [](void* ctx) {
         struct pollfd p = {*static_cast<int*>(ctx), POLLIN, 0};
         return ::poll(&p, 1, 0) != 0;
@@ -168,11 +156,11 @@ void SpinUntilReadable(int fd) {
       &fd);
 }
 
-ssize_t ChannelRead(int fd, void* buf, size_t len, void*) {
+ssize_t KernelChannel::Read(int fd, void* buf, size_t len) {
   SpinUntilReadable(fd);
   ssize_t n = ::read(fd, buf, len);
   if (n > 0) {
-    KernelChannel::ObserveRequest(buf, static_cast<size_t>(n));
+    ObserveRequest(buf, static_cast<size_t>(n));
   } else {
     int saved = errno;  // libfuse reads errno after a failed read
     tls_last = LastRequest{};
@@ -187,19 +175,19 @@ ssize_t ChannelRead(int fd, void* buf, size_t len, void*) {
 // (it is ~80 bytes) and written with one writev, whose result goes to
 // *written. False (nothing written) when iov is not that reply or nothing
 // applies.
-bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written, bool* was_init) {
-  const uint64_t pending = init_unique.load();
+bool KernelChannel::WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written, bool* was_init) {
+  const uint64_t pending = init_unique_.load();
   if (pending == 0 || count < 1) return false;
   fuse_out_header oh;
   if (iov[0].iov_len < sizeof(oh)) return false;
   std::memcpy(&oh, iov[0].iov_base, sizeof(oh));
   if (oh.unique != pending) return false;
-  init_unique.store(0);
+  init_unique_.store(0);
   *was_init = true;
-  const uint64_t offered = kernel_flags.load();
-  const bool v2 = offer_v2.load() && (offered & FUSE_HANDLE_KILLPRIV_V2);
-  const bool pt = offer_pt.load() && (offered & kFusePassthrough) && (offered & FUSE_INIT_EXT);
-  const bool ur = offer_uring.load() && (offered & kFuseOverIoUring) && (offered & FUSE_INIT_EXT);
+  const uint64_t offered = kernel_flags_.load();
+  const bool v2 = offer_v2_.load() && (offered & FUSE_HANDLE_KILLPRIV_V2);
+  const bool pt = offer_pt_.load() && (offered & kFusePassthrough) && (offered & FUSE_INIT_EXT);
+  const bool ur = offer_uring_.load() && (offered & kFuseOverIoUring) && (offered & FUSE_INIT_EXT);
   std::string msg;
   for (int i = 0; i < count; ++i) msg.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
   // The ring's payload size (fs/fuse/dev_uring.c, fuse_uring_create):
@@ -211,7 +199,7 @@ bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written
     uint16_t max_pages = 0;
     std::memcpy(&max_write, msg.data() + max_write_at, sizeof(max_write));
     std::memcpy(&max_pages, msg.data() + max_pages_at, sizeof(max_pages));
-    init_max_payload.store(std::max<size_t>({8192, max_write, size_t{max_pages} * 4096}));
+    init_max_payload_.store(std::max<size_t>({8192, max_write, size_t{max_pages} * 4096}));
   }
   if (oh.error != 0 || (!v2 && !pt && !ur)) return false;
   const size_t flags_at = sizeof(fuse_out_header) + offsetof(fuse_init_out, flags);
@@ -266,15 +254,17 @@ bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written
   ssize_t n = Emit(fd, &one, 1);
   *written = n;
   if (n >= 0) {
-    if (v2) v2_granted.store(true);
-    if (pt_set) pt_granted.store(true);
-    if (ur_set) uring_granted.store(true);
+    if (v2) v2_granted_.store(true);
+    if (pt_set) pt_granted_.store(true);
+    if (ur_set) uring_granted_.store(true);
     MXFS_LOG_INFO("FUSE INIT: granted%s%s%s (kernel flags 0x%llx, reply flags 0x%x)",
                   v2 ? " FUSE_HANDLE_KILLPRIV_V2" : "", pt_set ? " FUSE_PASSTHROUGH" : "",
                   ur_set ? " FUSE_OVER_IO_URING" : "", static_cast<unsigned long long>(offered), flags);
   }
   return true;
 }
+
+namespace {
 
 // The reply to this thread's FUSE_OPEN with FOPEN_PASSTHROUGH and the
 // backing id SetOpenBackingId left; false (nothing written) when iov is not
@@ -302,22 +292,13 @@ bool WriteOpenReply(int fd, const struct iovec* iov, int count, int32_t backing_
   return true;
 }
 
-ssize_t ChannelWritev(int fd, struct iovec* iov, int count, void*) { return KernelChannel::WriteReply(fd, iov, count); }
-
 }  // namespace
 
-Status KernelChannel::Install(fuse_session* se, bool offer_killpriv_v2) {
-  static const fuse_custom_io kIo = {
-      .writev = ChannelWritev,
-      .read = ChannelRead,
-      .splice_receive = nullptr,
-      .splice_send = nullptr,
-  };
-  SetOffer(offer_killpriv_v2);
+Status KernelChannel::Install(fuse_session* se, const fuse_custom_io* io) {
   int fd = fuse_session_fd(se);
   if (fd < 0) return Status::InvalidArgument("KernelChannel: the FUSE session has no fd (not mounted yet?)");
   SetSessionFd(fd);
-  int rc = fuse_session_custom_io(se, &kIo, fd);
+  int rc = fuse_session_custom_io(se, io, fd);
   if (rc != 0) {
     return Status::IOError("fuse_session_custom_io on /dev/fuse fd " + std::to_string(fd) + " returned " +
                            std::to_string(rc));
@@ -325,25 +306,33 @@ Status KernelChannel::Install(fuse_session* se, bool offer_killpriv_v2) {
   return Status::OK();
 }
 
-void KernelChannel::SetOffer(bool offer_killpriv_v2) { offer_v2.store(offer_killpriv_v2); }
+void KernelChannel::SetOffer(bool offer_killpriv_v2) { offer_v2_.store(offer_killpriv_v2); }
 
 void KernelChannel::ObserveRequest(const void* buf, size_t n) {
-  devfuse_requests.fetch_add(1, std::memory_order_relaxed);
+  devfuse_requests_.fetch_add(1, std::memory_order_relaxed);
   Inspect(static_cast<const char*>(buf), n);
 }
 
 void KernelChannel::ObserveRingRequest(const void* buf, size_t n) { Inspect(static_cast<const char*>(buf), n); }
 
-uint64_t KernelChannel::DevFuseRequests() { return devfuse_requests.load(std::memory_order_relaxed); }
+uint64_t KernelChannel::DevFuseRequests() const { return devfuse_requests_.load(std::memory_order_relaxed); }
+
+void KernelChannel::CountRingRequest() { ring_requests_.fetch_add(1, std::memory_order_relaxed); }
+
+void KernelChannel::AddRingEntries(int n) { ring_entries_.fetch_add(n); }
+
+uint64_t KernelChannel::RingRequests() const { return ring_requests_.load(std::memory_order_relaxed); }
+
+int KernelChannel::RingEntries() const { return ring_entries_.load(); }
 
 ssize_t KernelChannel::WriteReply(int fd, const struct iovec* iov, int count) {
   ssize_t written = 0;
-  if (init_unique.load(std::memory_order_relaxed) != 0) {
+  if (init_unique_.load(std::memory_order_relaxed) != 0) {
     bool was_init = false;
     const bool rewritten = WriteInitReply(fd, iov, count, &written, &was_init);
     if (was_init) {
       if (!rewritten) written = Emit(fd, iov, count);
-      if (written >= 0) init_replied.store(true);  // the ring may register now (fs/fuse: fc->initialized)
+      if (written >= 0) init_replied_.store(true);  // the ring may register now (fs/fuse: fc->initialized)
       return written;
     }
   }
@@ -355,13 +344,13 @@ ssize_t KernelChannel::WriteReply(int fd, const struct iovec* iov, int count) {
   return Emit(fd, iov, count);
 }
 
-void KernelChannel::SetUring(bool offer) { offer_uring.store(offer); }
+void KernelChannel::SetUring(bool offer) { offer_uring_.store(offer); }
 
-bool KernelChannel::InitReplied() { return init_replied.load(); }
+bool KernelChannel::InitReplied() const { return init_replied_.load(); }
 
-bool KernelChannel::UringGranted() { return uring_granted.load(); }
+bool KernelChannel::UringGranted() const { return uring_granted_.load(); }
 
-size_t KernelChannel::InitMaxPayload() { return init_max_payload.load(); }
+size_t KernelChannel::InitMaxPayload() const { return init_max_payload_.load(); }
 
 void KernelChannel::SetThreadReplySink(ReplySink sink, void* ctx) {
   tls_sink = sink;
@@ -373,20 +362,20 @@ bool KernelChannel::KillSuidGid(Op op) {
   return tls_last.opcode == opcode && tls_last.kill_suidgid;
 }
 
-bool KernelChannel::KillPrivV2Granted() { return v2_granted.load(); }
+bool KernelChannel::KillPrivV2Granted() const { return v2_granted_.load(); }
 
-uint64_t KernelChannel::KernelInitFlags() { return kernel_flags.load(); }
+uint64_t KernelChannel::KernelInitFlags() const { return kernel_flags_.load(); }
 
-void KernelChannel::SetPassthrough(bool offer) { offer_pt.store(offer); }
+void KernelChannel::SetPassthrough(bool offer) { offer_pt_.store(offer); }
 
-void KernelChannel::SetSpinMicros(uint32_t us) { spin_us.store(us); }
+void KernelChannel::SetSpinMicros(uint32_t us) { spin_us_.store(us); }
 
-uint32_t KernelChannel::SpinMicros() { return spin_us.load(); }
+uint32_t KernelChannel::SpinMicros() const { return spin_us_.load(); }
 
 bool KernelChannel::SpinPoll(uint32_t us, bool (*ready)(void* ctx), void* ctx) {
   if (us == 0) return false;
   bool expected = false;
-  if (!spinner_busy.compare_exchange_strong(expected, true, std::memory_order_acquire)) return false;
+  if (!spinner_busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) return false;
   const uint64_t deadline = MonotonicUs() + us;
   bool got = false;
   do {
@@ -394,18 +383,18 @@ bool KernelChannel::SpinPoll(uint32_t us, bool (*ready)(void* ctx), void* ctx) {
     if (got) break;
     CpuRelax();
   } while (MonotonicUs() < deadline);
-  spinner_busy.store(false, std::memory_order_release);
+  spinner_busy_.store(false, std::memory_order_release);
   return got;
 }
 
-bool KernelChannel::PassthroughGranted() { return pt_granted.load(); }
+bool KernelChannel::PassthroughGranted() const { return pt_granted_.load(); }
 
-void KernelChannel::SetSessionFd(int fd) { session_fd.store(fd); }
+void KernelChannel::SetSessionFd(int fd) { session_fd_.store(fd); }
 
 void KernelChannel::SetOpenBackingId(int32_t backing_id) { tls_backing_id = backing_id; }
 
 Result<int32_t> KernelChannel::BackingOpen(int fd) {
-  const int dev = session_fd.load();
+  const int dev = session_fd_.load();
   if (dev < 0) return Err(Status::InvalidArgument("FUSE_DEV_IOC_BACKING_OPEN: no session fd"));
   BackingMap map = {.fd = fd, .flags = 0, .padding = 0};
   int id = ::ioctl(dev, kIocBackingOpen, &map);
@@ -419,7 +408,7 @@ Result<int32_t> KernelChannel::BackingOpen(int fd) {
 }
 
 Status KernelChannel::BackingClose(int32_t backing_id) {
-  const int dev = session_fd.load();
+  const int dev = session_fd_.load();
   if (dev < 0) return Status::InvalidArgument("FUSE_DEV_IOC_BACKING_CLOSE: no session fd");
   uint32_t id = static_cast<uint32_t>(backing_id);
   if (::ioctl(dev, kIocBackingClose, &id) != 0) {

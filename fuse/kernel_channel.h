@@ -65,13 +65,26 @@
 // calls them with each worker's cloned fd. libfuse closes the fd once, in
 // fuse_session_unmount/fuse_session_destroy, as without custom I/O.
 //
-// Thread-safety: Install is called once, before the session loop; the hooks
-// and the queries are thread-safe (atomics, and a thread_local slot that
-// only its own thread writes). One session per process.
+// State: what belongs to the session (the settings, what INIT offered and
+// granted, the session fd, the request counter, the spinner) is a
+// KernelChannel object that MatrixFs owns; libfuse hands the hooks the
+// session's userdata (the MatrixFs), and the hooks in fuse/matrix_fs_ops.cc
+// forward to its channel (MatrixFs::InstallChannel). What belongs to one
+// request stays per thread, because libfuse and the ring threads run a
+// request's callback and write its reply on the thread that read it: the
+// last request's opcode, unique and kill flag (KillSuidGid), the backing id
+// an OPEN callback leaves for its reply (SetOpenBackingId), and a ring
+// thread's reply sink (SetThreadReplySink). A thread serves one session.
+//
+// Thread-safety: the setters are called before the session loop starts
+// (SetUring before its INIT reply); the hooks and the queries are
+// thread-safe (atomics, and thread_local slots that only their own thread
+// writes).
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -79,27 +92,33 @@
 
 struct iovec;
 
+struct fuse_custom_io;
 struct fuse_session;
 
 namespace mxfs {
 
 class KernelChannel {
  public:
-  // Installs the hooks on se's fd; call after fuse_session_mount and before
-  // the loop. With offer_killpriv_v2 false (read-only mounts) the hooks only
-  // watch, and no reply is changed.
-  [[nodiscard]] static Status Install(fuse_session* se, bool offer_killpriv_v2);
+  KernelChannel() = default;
+  KernelChannel(const KernelChannel&) = delete;
+  KernelChannel& operator=(const KernelChannel&) = delete;
 
-  // What Install does besides installing: whether the INIT reply may grant
-  // FUSE_HANDLE_KILLPRIV_V2.
-  static void SetOffer(bool offer_killpriv_v2);
+  // Installs io on se's fd; call after fuse_session_mount and before the
+  // loop. io's read and writev hooks must reach this channel's Read and
+  // WriteReply through the userdata libfuse passes them (the session's).
+  [[nodiscard]] Status Install(fuse_session* se, const fuse_custom_io* io);
 
-  // The hooks' work, callable without a session (tests): ObserveRequest
-  // parses the n bytes of one request as the read hook does; WriteReply
-  // writes one reply to fd as the writev hook does and returns writev's
-  // result.
-  static void ObserveRequest(const void* buf, size_t n);
-  static ssize_t WriteReply(int fd, const struct iovec* iov, int count);
+  // Whether the INIT reply may grant FUSE_HANDLE_KILLPRIV_V2; false
+  // (read-only mounts): the hooks only watch, and no reply is changed.
+  void SetOffer(bool offer_killpriv_v2);
+
+  // The hooks' work. Read: the read hook (spin, read, ObserveRequest).
+  // WriteReply: the writev hook; writes one reply to fd (or the thread's
+  // sink) and returns writev's result. ObserveRequest parses the n bytes of
+  // one request read from /dev/fuse (tests call it without a session).
+  ssize_t Read(int fd, void* buf, size_t len);
+  ssize_t WriteReply(int fd, const struct iovec* iov, int count);
+  void ObserveRequest(const void* buf, size_t n);
 
   // The requests that can carry the kernel's "kill set-uid/set-gid" flag.
   enum class Op { kWrite, kSetAttr, kOpen };
@@ -107,14 +126,14 @@ class KernelChannel {
   // True when the request the calling thread read last is op and carries
   // the kill flag. The kernel sets it on writes, truncates and
   // open(O_TRUNC) only when the caller lacks CAP_FSETID, and on every chown
-  // of a non-directory.
+  // of a non-directory. Per thread (see "State" above).
   static bool KillSuidGid(Op op);
 
   // True once a successful INIT reply granted FUSE_HANDLE_KILLPRIV_V2.
-  static bool KillPrivV2Granted();
+  bool KillPrivV2Granted() const;
 
   // The INIT flags the kernel offered (0 before INIT), for the log.
-  static uint64_t KernelInitFlags();
+  uint64_t KernelInitFlags() const;
 
   // Spin-polling (-o spin_us=N): before blocking in read(2), one worker at a
   // time polls the session fd (poll with a zero timeout) for up to us
@@ -123,29 +142,29 @@ class KernelChannel {
   // instead of paying a wake-up of a sleeping one on top of the round trip.
   // At most one worker spins, and only right after it served a request, so
   // an idle mount spends at most one budget per request. 0 turns it off.
-  static void SetSpinMicros(uint32_t us);
-  static uint32_t SpinMicros();
+  void SetSpinMicros(uint32_t us);
+  uint32_t SpinMicros() const;
   // The spin-poll both transports use (the /dev/fuse read hook and the
   // io_uring ring threads): calls ready(ctx) until it returns true or us
   // microseconds have passed, and returns its last answer. At most one
-  // thread of the process spins at a time; another caller, and us == 0,
+  // thread of the session spins at a time; another caller, and us == 0,
   // get false at once without ready being called.
-  static bool SpinPoll(uint32_t us, bool (*ready)(void* ctx), void* ctx);
+  bool SpinPoll(uint32_t us, bool (*ready)(void* ctx), void* ctx);
 
   // Whether the INIT reply may grant FUSE_PASSTHROUGH (-o passthrough).
-  static void SetPassthrough(bool offer);
+  void SetPassthrough(bool offer);
   // True once a successful INIT reply granted FUSE_PASSTHROUGH.
-  static bool PassthroughGranted();
+  bool PassthroughGranted() const;
   // Registers fd (an open object) as a backing file with the kernel and
   // returns its backing id (> 0). The session fd comes from Install (or
   // SetSessionFd in tests).
-  [[nodiscard]] static Result<int32_t> BackingOpen(int fd);
+  [[nodiscard]] Result<int32_t> BackingOpen(int fd);
   // Drops a backing id BackingOpen returned.
-  [[nodiscard]] static Status BackingClose(int32_t backing_id);
-  static void SetSessionFd(int fd);
+  [[nodiscard]] Status BackingClose(int32_t backing_id);
+  void SetSessionFd(int fd);
   // The calling thread's next reply, if it answers the FUSE_OPEN the thread
   // read last with success, opens the file in passthrough mode on
-  // backing_id. Call right before fuse_reply_open; 0 cancels.
+  // backing_id. Call right before fuse_reply_open; 0 cancels. Per thread.
   static void SetOpenBackingId(int32_t backing_id);
 
   // FUSE over io_uring (-o uring; fuse/uring_channel.h). SetUring: whether
@@ -154,23 +173,54 @@ class KernelChannel {
   // (granted or not); UringGranted: true when that reply granted it.
   // InitMaxPayload: the ring's payload size the kernel derives from that
   // reply, max(8192, max_write, max_pages * 4096) (0 before the reply).
-  static void SetUring(bool offer);
-  static bool InitReplied();
-  static bool UringGranted();
-  static size_t InitMaxPayload();
+  void SetUring(bool offer);
+  bool InitReplied() const;
+  bool UringGranted() const;
+  size_t InitMaxPayload() const;
 
   // Replies of the calling thread go to sink(ctx, iov, count) first (the
   // io_uring transport copies a reply into its ring entry there); the sink
   // returns kNotMine to let the reply go to the fd as usual. The INIT and
-  // OPEN rewriting above applies before the sink. nullptr clears.
+  // OPEN rewriting above applies before the sink. nullptr clears. Per
+  // thread.
   static constexpr ssize_t kNotMine = -2;
   using ReplySink = ssize_t (*)(void* ctx, const struct iovec* iov, int count);
   static void SetThreadReplySink(ReplySink sink, void* ctx);
 
   // ObserveRequest for a request that arrived through the ring (not counted
   // as a /dev/fuse read); DevFuseRequests: requests read from /dev/fuse.
-  static void ObserveRingRequest(const void* buf, size_t n);
-  static uint64_t DevFuseRequests();
+  void ObserveRingRequest(const void* buf, size_t n);
+  uint64_t DevFuseRequests() const;
+  // The ring threads' counters (the "transport" line of .matrixfs/stats):
+  // requests served through the ring, and entries registered with the
+  // kernel right now (counted from their submission; a refusal or the end
+  // of the connection takes them off).
+  void CountRingRequest();
+  void AddRingEntries(int n);
+  uint64_t RingRequests() const;
+  int RingEntries() const;
+
+ private:
+  void Inspect(const char* buf, size_t n);
+  void SpinUntilReadable(int fd);
+  bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written, bool* was_init);
+
+  std::atomic<bool> offer_v2_{false};
+  std::atomic<uint64_t> init_unique_{0};   // unique of the INIT awaiting its reply (0: none)
+  std::atomic<uint64_t> kernel_flags_{0};  // what the kernel offered at INIT
+  std::atomic<bool> v2_granted_{false};
+  std::atomic<bool> offer_pt_{false};
+  std::atomic<bool> pt_granted_{false};
+  std::atomic<int> session_fd_{-1};
+  std::atomic<bool> offer_uring_{false};
+  std::atomic<bool> uring_granted_{false};
+  std::atomic<bool> init_replied_{false};
+  std::atomic<size_t> init_max_payload_{0};
+  std::atomic<uint64_t> devfuse_requests_{0};
+  std::atomic<uint64_t> ring_requests_{0};
+  std::atomic<int> ring_entries_{0};
+  std::atomic<uint32_t> spin_us_{0};
+  std::atomic<bool> spinner_busy_{false};  // one thread of the session spins at a time
 };
 
 }  // namespace mxfs

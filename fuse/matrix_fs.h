@@ -30,7 +30,8 @@
 //   matrix_fs_dir.cc        directory handles, opendir/readdir(plus)
 //   matrix_fs_xattr.cc      extended attributes and POSIX ACLs
 //   matrix_fs_control.cc    INIT, bdi tuning (sysfs), the .matrixfs files
-//   matrix_fs_ops.cc        the low-level op table (static callbacks)
+//   matrix_fs_ops.cc        the low-level op table (static callbacks), the
+//                           KernelChannel's I/O hooks
 //   matrix_fs_util.cc       ToErrno, clocks, names, caller credentials
 //
 // In-memory inode table: per stripe, a map from ino to Node holding the
@@ -94,6 +95,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fuse/kernel_channel.h"
 #include "fuse/schema.h"
 #include "fuse/superblock.h"
 #include "kvcore/include/db.h"
@@ -149,8 +151,18 @@ class MatrixFs {
   // Closes the DB. Safe to call once the session has ended.
   Status Close();
 
-  // The low-level operations table; pass this as the session's userdata.
+  // The low-level operations table; pass this MatrixFs as the session's
+  // userdata.
   static const fuse_lowlevel_ops& Ops();
+
+  // The session's channel to the kernel (fuse/kernel_channel.h): the INIT
+  // flags it may grant (set before the loop starts), what the kernel
+  // granted, the backing files of passthrough opens.
+  KernelChannel& channel() { return channel_; }
+  // Puts the channel's read and writev hooks on se's fd (after
+  // fuse_session_mount, before the loop). libfuse passes the hooks the
+  // session's userdata, this MatrixFs, and they call channel().
+  [[nodiscard]] Status InstallChannel(fuse_session* se);
 
   const Superblock& superblock() const { return sb_; }
   uint64_t orphans_reclaimed_at_mount() const { return orphans_reclaimed_; }
@@ -352,6 +364,7 @@ class MatrixFs {
   const MountConfig cfg_;
   std::unique_ptr<DB> db_;
   FileSystem* const fs_;
+  KernelChannel channel_;
   int64_t mount_time_ns_ = 0;
   uint64_t generation_ = 1;
 

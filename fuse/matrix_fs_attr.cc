@@ -143,7 +143,7 @@ void MatrixFs::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to
   // without CAP_FSETID (uid 0 stands in for it: root's kill of a file
   // capability alone sends one too, and must keep the set-id bits).
   bool kill = KernelChannel::KillSuidGid(KernelChannel::Op::kSetAttr);
-  if (!kill && KernelChannel::KillPrivV2Granted()) {
+  if (!kill && channel_.KillPrivV2Granted()) {
     kill = to_set == FUSE_SET_ATTR_CTIME || (to_set == 0 && fuse_req_ctx(req)->uid != 0);
   }
   InodeAttr a;

@@ -15,7 +15,6 @@
 #include "base/logging.h"
 #include "fuse/kernel_channel.h"
 #include "fuse/matrix_fs_internal.h"
-#include "fuse/uring_channel.h"
 
 namespace mxfs {
 
@@ -225,8 +224,7 @@ std::string MatrixFs::VirtualContent(uint64_t ino) {
     // Which transport brought the requests: the io_uring ring (-o uring) or
     // a read of /dev/fuse (FORGET and INTERRUPT always come that way).
     std::snprintf(line, sizeof(line), "\ntransport uring=%" PRIu64 " devfuse=%" PRIu64 " uring_entries=%d",
-                  UringChannel::RequestsServed(), KernelChannel::DevFuseRequests(),
-                  UringChannel::EntriesRegistered());
+                  channel_.RingRequests(), channel_.DevFuseRequests(), channel_.RingEntries());
     out += line;
     out += "\n";
   }

@@ -236,7 +236,7 @@ void MatrixFs::DropOpen(uint64_t ino, uint64_t fh) {
         MXFS_LOG_ERROR("inode %" PRIu64 ": committing the size written through passthrough: %s (the next mount "
                        "takes it from the object)", ino, s.ToString().c_str());
       }
-      s = KernelChannel::BackingClose(n->backing_id);
+      s = channel_.BackingClose(n->backing_id);
       if (!s.ok()) MXFS_LOG_WARN("inode %" PRIu64 ": %s", ino, s.ToString().c_str());
       n->backing_id = 0;
       n->pt_opens = 0;

@@ -1,7 +1,9 @@
 // MatrixFs's low-level op table: one static callback per FUSE request that
 // names its thread, counts the request, tunes the bdi after INIT and calls
-// the member of the same name (fuse/matrix_fs.h, "Request path").
+// the member of the same name (fuse/matrix_fs.h, "Request path"); and the
+// custom I/O hooks that reach the MatrixFs's KernelChannel.
 #include <sys/prctl.h>
+#include <sys/uio.h>
 
 #include <cstring>
 
@@ -80,6 +82,14 @@ void OpFallocate(fuse_req_t req, fuse_ino_t i, int m, off_t o, off_t l, fuse_fil
 void OpLseek(fuse_req_t req, fuse_ino_t i, off_t o, int w, fuse_file_info* fi) { MXFS_OP(kReqLseek, Lseek(req, i, o, w, fi)); }
 #undef MXFS_OP
 
+// The custom I/O hooks: libfuse passes them the session's userdata.
+ssize_t IoRead(int fd, void* buf, size_t len, void* userdata) {
+  return static_cast<MatrixFs*>(userdata)->channel().Read(fd, buf, len);
+}
+ssize_t IoWritev(int fd, struct iovec* iov, int count, void* userdata) {
+  return static_cast<MatrixFs*>(userdata)->channel().WriteReply(fd, iov, count);
+}
+
 fuse_lowlevel_ops MakeOps() {
   fuse_lowlevel_ops ops;
   std::memset(&ops, 0, sizeof(ops));
@@ -125,6 +135,16 @@ fuse_lowlevel_ops MakeOps() {
 const fuse_lowlevel_ops& MatrixFs::Ops() {
   static const fuse_lowlevel_ops ops = MakeOps();
   return ops;
+}
+
+Status MatrixFs::InstallChannel(fuse_session* se) {
+  static const fuse_custom_io kIo = {
+      .writev = IoWritev,
+      .read = IoRead,
+      .splice_receive = nullptr,
+      .splice_send = nullptr,
+  };
+  return channel_.Install(se, &kIo);
 }
 
 }  // namespace mxfs

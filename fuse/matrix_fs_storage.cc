@@ -228,7 +228,7 @@ int32_t MatrixFs::PassthroughOpen(uint64_t ino, const InodeAttr& a) {
     n->pt_opens++;
     return n->backing_id;
   }
-  if (!cfg_.passthrough || !KernelChannel::PassthroughGranted() || passthrough_off_.load() || !a.IsReg() ||
+  if (!cfg_.passthrough || !channel_.PassthroughGranted() || passthrough_off_.load() || !a.IsReg() ||
       a.storage != Storage::kObject || n->open_count != 1) {
     return 0;  // not a large file, or normal opens are there: the normal path
   }
@@ -239,7 +239,7 @@ int32_t MatrixFs::PassthroughOpen(uint64_t ino, const InodeAttr& a) {
   }
   struct stat ost;
   if (::fstat((*obj)->fd(), &ost) != 0) return 0;
-  auto id = KernelChannel::BackingOpen((*obj)->fd());
+  auto id = channel_.BackingOpen((*obj)->fd());
   if (!id) {
     if (!passthrough_off_.exchange(true)) {
       MXFS_LOG_ERROR("passthrough off for this mount: %s", id.error().ToString().c_str());

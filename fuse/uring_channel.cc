@@ -82,9 +82,6 @@ static_assert(kScratch >= sizeof(fuse_in_header) + kOpInSize);
 // How long a thread waits for a completion before it looks at the stop flag.
 constexpr int kStopPollMs = 100;
 
-std::atomic<uint64_t> g_served{0};
-std::atomic<int> g_registered{0};
-
 // SpinPoll's test for a ring thread: has a completion arrived?
 struct CompletionPoll {
   io_uring* ring;
@@ -205,6 +202,7 @@ ssize_t TakeReply(void* ctx, const struct iovec* iov, int count) {
 
 struct UringChannel::Shared {
   fuse_session* se = nullptr;
+  KernelChannel* channel = nullptr;
   int fd = -1;
   int queues = 0;
   Options options;
@@ -239,7 +237,7 @@ bool PrepCommand(io_uring* ring, int fd, Entry* e, uint32_t op, uint64_t commit_
 
 // Rebuilds the /dev/fuse form of the request in e and runs it through
 // libfuse; afterwards e's header holds the reply. Returns the commit id.
-uint64_t Serve(fuse_session* se, Entry* e) {
+uint64_t Serve(fuse_session* se, KernelChannel* channel, Entry* e) {
   fuse_in_header ih;
   std::memcpy(&ih, e->header.in_out, sizeof(ih));
   const RingEntInOut io = e->header.ring_ent_in_out;
@@ -257,13 +255,13 @@ uint64_t Serve(fuse_session* se, Entry* e) {
     char* start = e->payload() - op_len - sizeof(ih);
     std::memcpy(start, &ih, sizeof(ih));
     std::memcpy(start + sizeof(ih), e->header.op_in, op_len);
-    KernelChannel::ObserveRingRequest(start, ih.len);
+    channel->ObserveRingRequest(start, ih.len);
     fuse_buf buf;
     std::memset(&buf, 0, sizeof(buf));
     buf.mem = start;
     buf.size = ih.len;
     fuse_session_process_buf(se, &buf);
-    g_served.fetch_add(1, std::memory_order_relaxed);
+    channel->CountRingRequest();
     if (!e->replied) {
       MXFS_LOG_ERROR("io_uring request %llu (opcode %u) on queue %u: libfuse returned without a reply; answered EIO",
                      static_cast<unsigned long long>(ih.unique), ih.opcode, e->qid);
@@ -346,21 +344,21 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
   sh->ready.fetch_add(1);
   // Wait for the INIT reply: registering before it fails with EAGAIN, and
   // whether the ring is granted is only known then.
-  while (!KernelChannel::InitReplied()) {
+  while (!sh->channel->InitReplied()) {
     if (sh->stop.load() || fuse_session_exited(sh->se)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  if (!KernelChannel::UringGranted()) {
+  if (!sh->channel->UringGranted()) {
     if (!sh->logged_fallback.exchange(true)) {
       MXFS_LOG_WARN("-o uring: the kernel did not offer FUSE_OVER_IO_URING at INIT (kernel flags 0x%llx; it needs "
                     "Linux 6.14+ with CONFIG_FUSE_IO_URING and /sys/module/fuse/parameters/enable_uring = Y); "
                     "serving every request through /dev/fuse",
-                    static_cast<unsigned long long>(KernelChannel::KernelInitFlags()));
+                    static_cast<unsigned long long>(sh->channel->KernelInitFlags()));
     }
     return;
   }
   ThreadEntries te;
-  const size_t payload = KernelChannel::InitMaxPayload() != 0 ? KernelChannel::InitMaxPayload() : size_t{1} << 20;
+  const size_t payload = sh->channel->InitMaxPayload() != 0 ? sh->channel->InitMaxPayload() : size_t{1} << 20;
   // One entry, on queue index % queues (Options::all_queues: one on every
   // queue).
   for (int q = 0; q < sh->queues; ++q) {
@@ -389,7 +387,7 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
       // Counted from now on: a refusal comes back as a completion at once
       // and takes it back off.
       te.entries[i]->state = Entry::State::kRegistering;
-      g_registered.fetch_add(1);
+      sh->channel->AddRingEntries(1);
       ++live;
       pending = true;
     }
@@ -406,7 +404,7 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
       // that issues requests back to back finds this thread awake.
       io_uring_submit(r);
       CompletionPoll poll{r, ring.deferred()};
-      if (KernelChannel::SpinPoll(sh->options.spin_us, &CompletionPoll::Ready, &poll)) cqe = poll.cqe;
+      if (sh->channel->SpinPoll(sh->options.spin_us, &CompletionPoll::Ready, &poll)) cqe = poll.cqe;
       if (cqe == nullptr) rc = io_uring_wait_cqe_timeout(r, &cqe, &ts);
     } else {
       rc = pending ? io_uring_submit_and_wait_timeout(r, &cqe, 1, &ts, nullptr)
@@ -435,7 +433,7 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       pending = PrepCommand(r, sh->fd, e, kCmdRegister, 0, Tag(i, kCmdRegister));
       if (!pending) {
-        g_registered.fetch_sub(1);
+        sh->channel->AddRingEntries(-1);
         e->state = Entry::State::kDead;
         --live;
       }
@@ -449,21 +447,21 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
                        op == kCmdRegister ? "FUSE_IO_URING_CMD_REGISTER" : "FUSE_IO_URING_CMD_COMMIT_AND_FETCH",
                        sizeof(e->header), e->payload_size, std::strerror(-res));
       }
-      if (e->state != Entry::State::kDead) g_registered.fetch_sub(1);
+      if (e->state != Entry::State::kDead) sh->channel->AddRingEntries(-1);
       e->state = Entry::State::kDead;
       --live;
       continue;
     }
     e->state = Entry::State::kArmed;
     te.current = e;
-    const uint64_t commit_id = Serve(sh->se, e);
+    const uint64_t commit_id = Serve(sh->se, sh->channel, e);
     te.current = nullptr;
     served_last = true;
     pending = PrepCommand(r, sh->fd, e, kCmdCommitAndFetch, commit_id, Tag(i, kCmdCommitAndFetch));
     if (!pending) {
       MXFS_LOG_ERROR("io_uring queue %u: no free SQE for the commit of request %llu; the entry stops", e->qid,
                      static_cast<unsigned long long>(commit_id));
-      g_registered.fetch_sub(1);
+      sh->channel->AddRingEntries(-1);
       e->state = Entry::State::kDead;
       --live;
     }
@@ -471,7 +469,7 @@ void RunRingThread(std::shared_ptr<UringChannel::Shared> sh, int index) {
   if (pending) io_uring_submit(r);  // answers prepared before stop still go out
   KernelChannel::SetThreadReplySink(nullptr, nullptr);
   for (auto& e : te.entries) {
-    if (e->state == Entry::State::kRegistering || e->state == Entry::State::kArmed) g_registered.fetch_sub(1);
+    if (e->state == Entry::State::kRegistering || e->state == Entry::State::kArmed) sh->channel->AddRingEntries(-1);
   }
 }
 
@@ -506,11 +504,13 @@ Result<int> UringChannel::PossibleCpus() {
   return count;
 }
 
-Result<std::unique_ptr<UringChannel>> UringChannel::Start(fuse_session* se, const Options& options) {
+Result<std::unique_ptr<UringChannel>> UringChannel::Start(fuse_session* se, KernelChannel* channel,
+                                                          const Options& options) {
   auto queues = PossibleCpus();
   if (!queues) return Err(queues.error());
   auto sh = std::make_shared<Shared>();
   sh->se = se;
+  sh->channel = channel;
   sh->fd = fuse_session_fd(se);
   sh->queues = *queues;
   sh->options = options;
@@ -542,9 +542,5 @@ void UringChannel::Stop() {
   }
   threads_.clear();
 }
-
-uint64_t UringChannel::RequestsServed() { return g_served.load(std::memory_order_relaxed); }
-
-int UringChannel::EntriesRegistered() { return g_registered.load(); }
 
 }  // namespace mxfs

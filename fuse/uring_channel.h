@@ -54,7 +54,7 @@
 // io_uring_enter as the wait for the next request: one system call per
 // request instead of a read and a writev. With a spin budget (spin_us, the
 // mount's -o spin_us) the thread that answered last polls its completion
-// queue that long first (KernelChannel::SpinPoll: one thread of the daemon
+// queue that long first (KernelChannel::SpinPoll: one thread of the session
 // at a time, /dev/fuse workers included), so that a caller issuing
 // requests back to back does not wake a sleeping thread every time.
 //
@@ -86,6 +86,8 @@ struct fuse_session;
 
 namespace mxfs {
 
+class KernelChannel;
+
 class UringChannel {
  public:
   struct Options {
@@ -96,9 +98,11 @@ class UringChannel {
     bool defer_taskrun = true;  // IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN (else a plain ring)
   };
 
-  // Starts the ring threads for se (mounted, KernelChannel installed with
-  // SetUring(true)); they wait for the INIT reply before touching the ring.
-  [[nodiscard]] static Result<std::unique_ptr<UringChannel>> Start(fuse_session* se, const Options& options);
+  // Starts the ring threads for se (mounted, with channel installed on it;
+  // the caller then calls channel->SetUring(true)); they wait for the INIT
+  // reply before touching the ring. channel outlives the UringChannel.
+  [[nodiscard]] static Result<std::unique_ptr<UringChannel>> Start(fuse_session* se, KernelChannel* channel,
+                                                                   const Options& options);
 
   struct Shared;  // what the ring threads share (uring_channel.cc)
   explicit UringChannel(std::shared_ptr<Shared> shared);  // use Start
@@ -108,12 +112,6 @@ class UringChannel {
 
   // Tells the threads to leave and joins them. Idempotent.
   void Stop();
-
-  // Requests served through the ring since the process started.
-  static uint64_t RequestsServed();
-  // Entries registered with the kernel right now (counted from their
-  // submission; a refusal or the end of the connection takes them off).
-  static int EntriesRegistered();
 
   // The number of kernel queues: the possible CPUs
   // (/sys/devices/system/cpu/possible).

@@ -357,9 +357,11 @@ int Serve(const Args& a, int report_fd) {
   // Our own read/writev on the session fd: FUSE_HANDLE_KILLPRIV_V2, which
   // spares a GETXATTR round trip per write(2) (fuse/kernel_channel.h).
   // Without it the mount still works as before, so a failure only warns.
-  KernelChannel::SetPassthrough(a.fuse_passthrough && !a.read_only);
-  KernelChannel::SetSpinMicros(a.spin_us);
-  if (Status s = KernelChannel::Install(se, !a.read_only); !s.ok()) {
+  KernelChannel& channel = (*fs)->channel();
+  channel.SetPassthrough(a.fuse_passthrough && !a.read_only);
+  channel.SetSpinMicros(a.spin_us);
+  channel.SetOffer(!a.read_only);
+  if (Status s = (*fs)->InstallChannel(se); !s.ok()) {
     MXFS_LOG_WARN("FUSE_HANDLE_KILLPRIV_V2 not offered: %s", s.ToString().c_str());
   }
   // -o uring: ring threads that register with the kernel once INIT is
@@ -382,7 +384,7 @@ int Serve(const Args& a, int report_fd) {
     if (pin != nullptr && *pin != '\0') uo.pin = std::strcmp(pin, "0") != 0;
     const char* all = std::getenv("MXFS_URING_ALL_QUEUES");
     if (all != nullptr && *all != '\0') uo.all_queues = std::strcmp(all, "0") != 0;
-    auto ch = UringChannel::Start(se, uo);
+    auto ch = UringChannel::Start(se, &channel, uo);
     if (!ch) {
       std::fprintf(stderr, "matrixfs: warning: -o uring: %s; serving through /dev/fuse\n",
                    ch.error().ToString().c_str());
@@ -393,7 +395,7 @@ int Serve(const Args& a, int report_fd) {
   }
   // The INIT reply asks for the ring only when its threads stand ready
   // (libfuse's loop, which answers INIT, has not started yet).
-  KernelChannel::SetUring(uring != nullptr);
+  channel.SetUring(uring != nullptr);
   MXFS_LOG_INFO("mounted %s on %s (uuid %s)", a.datadir.c_str(), a.mountpoint.c_str(),
                 (*fs)->superblock().UuidString().c_str());
   Report(report_fd, "OK");

@@ -56,10 +56,10 @@ std::string Fsck(const MountFixture& m, int* rc) {
   return out;
 }
 
-// Writes header + body as a reply for unique through KernelChannel's writev
-// hook into a pipe and returns what came out.
+// Writes header + body as a reply for unique through ch's writev hook into a
+// pipe and returns what came out.
 template <typename Body>
-std::string ReplyThrough(uint64_t unique, int32_t error, const Body& body) {
+std::string ReplyThrough(mxfs::KernelChannel* ch, uint64_t unique, int32_t error, const Body& body) {
   int p[2];
   REQUIRE(pipe(p) == 0);
   mxfs::UniqueFd r(p[0]), w(p[1]);
@@ -69,7 +69,7 @@ std::string ReplyThrough(uint64_t unique, int32_t error, const Body& body) {
   oh.error = error;
   oh.len = static_cast<uint32_t>(sizeof(oh) + sizeof(body));
   struct iovec iov[2] = {{&oh, sizeof(oh)}, {const_cast<Body*>(&body), sizeof(body)}};
-  ssize_t n = mxfs::KernelChannel::WriteReply(w.get(), iov, 2);
+  ssize_t n = ch->WriteReply(w.get(), iov, 2);
   REQUIRE(n == static_cast<ssize_t>(sizeof(oh) + sizeof(body)));
   std::string got(static_cast<size_t>(n), '\0');
   REQUIRE(read(r.get(), got.data(), got.size()) == n);
@@ -89,7 +89,8 @@ TEST_CASE("KernelChannel: the INIT reply grants FUSE_PASSTHROUGH with max_stack_
           "only if both sides want it", "[fuse][passthrough]") {
   using mxfs::KernelChannel;
   constexpr uint32_t kPassthroughFlags2 = 1u << 5;  // FUSE_PASSTHROUGH >> 32
-  KernelChannel::SetOffer(false);
+  KernelChannel ch;
+  ch.SetOffer(false);
   fuse_init_in in;
   std::memset(&in, 0, sizeof(in));
   in.major = FUSE_KERNEL_VERSION;
@@ -102,40 +103,40 @@ TEST_CASE("KernelChannel: the INIT reply grants FUSE_PASSTHROUGH with max_stack_
   out.flags = FUSE_WRITEBACK_CACHE | FUSE_ASYNC_READ;
 
   // The mount did not ask (no -o passthrough): unchanged.
-  KernelChannel::SetPassthrough(false);
+  ch.SetPassthrough(false);
   std::string req = mxfs::testing::FuseRequest(FUSE_INIT, 200, in);
-  KernelChannel::ObserveRequest(req.data(), req.size());
-  std::string plain = ReplyThrough(200, 0, out);
+  ch.ObserveRequest(req.data(), req.size());
+  std::string plain = ReplyThrough(&ch, 200, 0, out);
   CHECK(At<uint32_t>(plain, offsetof(fuse_init_out, flags2)) == 0);
   CHECK(At<uint32_t>(plain, offsetof(fuse_init_out, flags)) == (FUSE_WRITEBACK_CACHE | FUSE_ASYNC_READ));
 
   // The kernel does not offer it: unchanged.
-  KernelChannel::SetPassthrough(true);
+  ch.SetPassthrough(true);
   fuse_init_in old = in;
   old.flags2 = 0;
   req = mxfs::testing::FuseRequest(FUSE_INIT, 201, old);
-  KernelChannel::ObserveRequest(req.data(), req.size());
-  std::string unoffered = ReplyThrough(201, 0, out);
+  ch.ObserveRequest(req.data(), req.size());
+  std::string unoffered = ReplyThrough(&ch, 201, 0, out);
   CHECK(At<uint32_t>(unoffered, offsetof(fuse_init_out, flags2)) == 0);
   CHECK(At<uint32_t>(unoffered, offsetof(fuse_init_out, unused)) == 0);
   CHECK(At<uint32_t>(unoffered, offsetof(fuse_init_out, flags)) == (FUSE_WRITEBACK_CACHE | FUSE_ASYNC_READ));
 
   // Both: granted in the reply to that INIT only.
   req = mxfs::testing::FuseRequest(FUSE_INIT, 202, in);
-  KernelChannel::ObserveRequest(req.data(), req.size());
-  CHECK(At<uint32_t>(ReplyThrough(99, 0, out), offsetof(fuse_init_out, flags2)) == 0);
-  std::string granted = ReplyThrough(202, 0, out);
+  ch.ObserveRequest(req.data(), req.size());
+  CHECK(At<uint32_t>(ReplyThrough(&ch, 99, 0, out), offsetof(fuse_init_out, flags2)) == 0);
+  std::string granted = ReplyThrough(&ch, 202, 0, out);
   CHECK(At<uint32_t>(granted, offsetof(fuse_init_out, flags2)) == kPassthroughFlags2);
   CHECK(At<uint32_t>(granted, offsetof(fuse_init_out, unused)) == 1);  // max_stack_depth
   CHECK(At<uint32_t>(granted, offsetof(fuse_init_out, flags)) == (FUSE_INIT_EXT | FUSE_ASYNC_READ));
-  CHECK(KernelChannel::PassthroughGranted());
-  KernelChannel::SetPassthrough(false);
+  CHECK(ch.PassthroughGranted());
 }
 
 TEST_CASE("KernelChannel: only this thread's successful OPEN reply carries FOPEN_PASSTHROUGH and the backing id",
           "[fuse][passthrough]") {
   using mxfs::KernelChannel;
   constexpr uint32_t kFopenPassthrough = 1u << 7;
+  KernelChannel ch;
   fuse_open_in in;
   std::memset(&in, 0, sizeof(in));
   in.flags = O_RDWR;
@@ -144,28 +145,28 @@ TEST_CASE("KernelChannel: only this thread's successful OPEN reply carries FOPEN
   out.open_flags = FOPEN_KEEP_CACHE;
   std::string req = mxfs::testing::FuseRequest(FUSE_OPEN, 300, in);
 
-  KernelChannel::ObserveRequest(req.data(), req.size());
+  ch.ObserveRequest(req.data(), req.size());
   KernelChannel::SetOpenBackingId(7);
-  std::string pt = ReplyThrough(300, 0, out);
+  std::string pt = ReplyThrough(&ch, 300, 0, out);
   CHECK(At<uint32_t>(pt, offsetof(fuse_open_out, open_flags)) == (FOPEN_KEEP_CACHE | kFopenPassthrough));
   CHECK(At<int32_t>(pt, offsetof(fuse_open_out, padding)) == 7);
   // Used once.
-  std::string again = ReplyThrough(300, 0, out);
+  std::string again = ReplyThrough(&ch, 300, 0, out);
   CHECK(At<uint32_t>(again, offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
   CHECK(At<uint32_t>(again, offsetof(fuse_open_out, padding)) == 0);
   // Another request's reply, or an error, stays as written.
   KernelChannel::SetOpenBackingId(8);
-  CHECK(At<uint32_t>(ReplyThrough(301, 0, out), offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
+  CHECK(At<uint32_t>(ReplyThrough(&ch, 301, 0, out), offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
   KernelChannel::SetOpenBackingId(8);
-  CHECK(At<uint32_t>(ReplyThrough(300, -ENOENT, out), offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
+  CHECK(At<uint32_t>(ReplyThrough(&ch, 300, -ENOENT, out), offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
   // The id set on another thread does not touch this thread's reply.
-  KernelChannel::ObserveRequest(req.data(), req.size());
+  ch.ObserveRequest(req.data(), req.size());
   std::thread([] { KernelChannel::SetOpenBackingId(9); }).join();
-  CHECK(At<uint32_t>(ReplyThrough(300, 0, out), offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
+  CHECK(At<uint32_t>(ReplyThrough(&ch, 300, 0, out), offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
   // A new request read on this thread cancels a pending id.
   KernelChannel::SetOpenBackingId(10);
-  KernelChannel::ObserveRequest(req.data(), req.size());
-  CHECK(At<uint32_t>(ReplyThrough(300, 0, out), offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
+  ch.ObserveRequest(req.data(), req.size());
+  CHECK(At<uint32_t>(ReplyThrough(&ch, 300, 0, out), offsetof(fuse_open_out, open_flags)) == FOPEN_KEEP_CACHE);
 }
 
 TEST_CASE("Passthrough: reads, writes, appends, truncates and mmap of a large file match a reference file",

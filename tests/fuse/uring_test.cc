@@ -112,9 +112,9 @@ bool DirectRoundTrip(const std::string& path, size_t n, uint32_t seed) {
   return ok && std::memcmp(buf.get(), data.data(), n) == 0;
 }
 
-// Writes an INIT reply (max_write, max_pages) for unique through
-// KernelChannel::WriteReply into a pipe and returns what came out.
-std::string InitReplyThrough(uint64_t unique, uint32_t max_write, uint16_t max_pages) {
+// Writes an INIT reply (max_write, max_pages) for unique through ch's
+// WriteReply into a pipe and returns what came out.
+std::string InitReplyThrough(mxfs::KernelChannel* ch, uint64_t unique, uint32_t max_write, uint16_t max_pages) {
   int p[2];
   REQUIRE(pipe(p) == 0);
   mxfs::UniqueFd r(p[0]), w(p[1]);
@@ -126,7 +126,7 @@ std::string InitReplyThrough(uint64_t unique, uint32_t max_write, uint16_t max_p
   out.max_pages = max_pages;
   fuse_out_header oh = {.len = static_cast<uint32_t>(sizeof(oh) + sizeof(out)), .error = 0, .unique = unique};
   struct iovec iov[2] = {{&oh, sizeof(oh)}, {&out, sizeof(out)}};
-  ssize_t n = mxfs::KernelChannel::WriteReply(w.get(), iov, 2);
+  ssize_t n = ch->WriteReply(w.get(), iov, 2);
   REQUIRE(n == static_cast<ssize_t>(sizeof(oh) + sizeof(out)));
   std::string got(static_cast<size_t>(n), '\0');
   REQUIRE(read(r.get(), got.data(), got.size()) == n);
@@ -375,36 +375,36 @@ TEST_CASE("Uring: the INIT reply grants FUSE_OVER_IO_URING only if asked and off
   in.flags2 = kUringFlags2;
 
   // Offered but not asked for: unchanged.
-  KernelChannel::SetUring(false);
+  KernelChannel ch;
+  ch.SetUring(false);
   std::string req = mxfs::testing::FuseRequest(FUSE_INIT, 300, in);
-  KernelChannel::ObserveRequest(req.data(), req.size());
-  std::string plain = InitReplyThrough(300, 1u << 20, 256);
+  ch.ObserveRequest(req.data(), req.size());
+  std::string plain = InitReplyThrough(&ch, 300, 1u << 20, 256);
   CHECK(ReplyField<uint32_t>(plain, offsetof(fuse_init_out, flags2)) == 0);
   CHECK(ReplyField<uint32_t>(plain, offsetof(fuse_init_out, flags)) == FUSE_ASYNC_READ);
-  CHECK(KernelChannel::InitReplied());
+  CHECK(ch.InitReplied());
   // max(8192, max_write, max_pages * 4096).
-  CHECK(KernelChannel::InitMaxPayload() == (1u << 20));
+  CHECK(ch.InitMaxPayload() == (1u << 20));
 
   // Asked for, not offered (enable_uring N): unchanged.
-  KernelChannel::SetUring(true);
+  ch.SetUring(true);
   fuse_init_in old = in;
   old.flags2 = 0;
   req = mxfs::testing::FuseRequest(FUSE_INIT, 301, old);
-  KernelChannel::ObserveRequest(req.data(), req.size());
-  std::string unoffered = InitReplyThrough(301, 128u << 10, 64);
+  ch.ObserveRequest(req.data(), req.size());
+  std::string unoffered = InitReplyThrough(&ch, 301, 128u << 10, 64);
   CHECK(ReplyField<uint32_t>(unoffered, offsetof(fuse_init_out, flags2)) == 0);
-  CHECK_FALSE(KernelChannel::UringGranted());
-  CHECK(KernelChannel::InitMaxPayload() == (256u << 10));  // max_pages * 4096 > max_write
+  CHECK_FALSE(ch.UringGranted());
+  CHECK(ch.InitMaxPayload() == (256u << 10));  // max_pages * 4096 > max_write
 
   // Both: granted, with FUSE_INIT_EXT, in the reply to that INIT only.
   req = mxfs::testing::FuseRequest(FUSE_INIT, 302, in);
-  KernelChannel::ObserveRequest(req.data(), req.size());
-  std::string granted = InitReplyThrough(302, 4096, 1);
+  ch.ObserveRequest(req.data(), req.size());
+  std::string granted = InitReplyThrough(&ch, 302, 4096, 1);
   CHECK(ReplyField<uint32_t>(granted, offsetof(fuse_init_out, flags2)) == kUringFlags2);
   CHECK(ReplyField<uint32_t>(granted, offsetof(fuse_init_out, flags)) == (FUSE_INIT_EXT | FUSE_ASYNC_READ));
-  CHECK(KernelChannel::UringGranted());
-  CHECK(KernelChannel::InitMaxPayload() == 8192);  // FUSE_MIN_READ_BUFFER
-  KernelChannel::SetUring(false);
+  CHECK(ch.UringGranted());
+  CHECK(ch.InitMaxPayload() == 8192);  // FUSE_MIN_READ_BUFFER
 }
 
 namespace {
@@ -432,13 +432,14 @@ TEST_CASE("Uring: a thread's reply sink takes its replies; the rest, and other t
   int p[2];
   REQUIRE(pipe(p) == 0);
   mxfs::UniqueFd r(p[0]), w(p[1]);
+  KernelChannel ch;
   SinkLog log;
   log.take_unique = 77;
   KernelChannel::SetThreadReplySink(TestSink, &log);
   auto reply = [&](uint64_t unique, const std::string& body) {
     fuse_out_header oh = {.len = static_cast<uint32_t>(sizeof(oh) + body.size()), .error = 0, .unique = unique};
     struct iovec iov[2] = {{&oh, sizeof(oh)}, {const_cast<char*>(body.data()), body.size()}};
-    return KernelChannel::WriteReply(w.get(), iov, 2);
+    return ch.WriteReply(w.get(), iov, 2);
   };
   CHECK(reply(77, "ring") == static_cast<ssize_t>(sizeof(fuse_out_header) + 4));
   CHECK(log.taken.size() == sizeof(fuse_out_header) + 4);
