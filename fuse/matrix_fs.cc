@@ -38,7 +38,7 @@ Status MatrixFs::Close() {
   // objects (Startup) instead of cutting them.
   uint64_t pt_open = 0;
   for (auto& st : stripes_) {
-    std::lock_guard<std::mutex> l(st.mu);
+    std::lock_guard<StripeMutex> l(st.mu);
     for (auto& [ino, n] : st.nodes) {
       if (n.pt_opens == 0) continue;
       ++pt_open;
@@ -247,7 +247,10 @@ Status MatrixFs::Startup() {
       uint64_t ino = std::strtoull(name.c_str(), &end, 16);
       bool keep = false;
       if (end != nullptr && *end == '\0' && name.size() == 16) {
-        auto a = LoadAttr(ino);
+        auto a = [&] {
+          InodeLocks locks(this, {ino});  // LoadAttr's rule (nothing else runs yet)
+          return LoadAttr(ino);
+        }();
         keep = a && a->storage == Storage::kObject;
         // An object larger than its inode says, after a crash: a passthrough
         // writer's bytes (-o passthrough; the kernel wrote them into the
@@ -292,13 +295,16 @@ Status MatrixFs::Startup() {
       }
     }
   }
-  // The root is pinned.
-  Node& root = NodeFor(kRootIno);
-  root.nlookup = 1;
-  auto ra = LoadAttr(kRootIno);
-  if (!ra) return ra.error().WithContext("reading the root directory");
-  root.attr = *ra;
-  root.have_attr = true;
+  {
+    // The root is pinned.
+    InodeLocks locks(this, {kRootIno});
+    Node& root = NodeFor(kRootIno);
+    root.nlookup = 1;
+    auto ra = LoadAttr(kRootIno);
+    if (!ra) return ra.error().WithContext("reading the root directory");
+    root.attr = *ra;
+    root.have_attr = true;
+  }
   if (objects_adopted_) {
     MXFS_LOG_INFO("%s: %" PRIu64 " large files took over their objects' larger size", datadir_.c_str(),
                   objects_adopted_);

@@ -78,6 +78,8 @@
 // locks serialise operations on the same inode. A stripe lock is held across
 // the KV write of the operation it protects (that is what makes the
 // read-modify-write of an inode atomic) but never across a fuse_reply_*.
+// Members that need an inode's stripe assert that the caller holds it
+// (AssertHeld, StripeMutex).
 #pragma once
 
 #define FUSE_USE_VERSION 312
@@ -91,6 +93,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -240,8 +243,27 @@ class MatrixFs {
     int64_t pt_mtime_ns = 0;
     bool pt_dirty = false;  // attr holds reconciled values not yet committed
   };
+  // A stripe's mutex. With assertions on (no NDEBUG: the Makefile's
+  // normal -O2 -g build and the SAN build) it records the thread that holds
+  // it, so that AssertHeld turns the rule "caller holds ino's stripe" into
+  // a check: one relaxed atomic store per lock and unlock, one load per
+  // check. With NDEBUG the recording and the checks compile to nothing.
+  class StripeMutex {
+   public:
+    void lock();
+    void unlock();
+#ifndef NDEBUG
+    bool HeldByCaller() const;
+#endif
+
+   private:
+    std::mutex mu_;
+#ifndef NDEBUG
+    std::atomic<std::thread::id> owner_{};
+#endif
+  };
   struct Stripe {
-    std::mutex mu;
+    StripeMutex mu;
     std::unordered_map<uint64_t, Node> nodes;
   };
   static constexpr size_t kStripes = 256;
@@ -263,17 +285,22 @@ class MatrixFs {
 
   static size_t StripeOf(uint64_t ino);
   Stripe& StripeFor(uint64_t ino) { return stripes_[StripeOf(ino)]; }
+  // Asserts that the calling thread holds ino's stripe (see StripeMutex).
+  // The members below that say "caller holds ino's stripe" check it, or
+  // call FindNode or NodeFor, which do.
+  void AssertHeld(uint64_t ino) const;
   Node* FindNode(uint64_t ino);       // caller holds ino's stripe
   Node& NodeFor(uint64_t ino);        // creates; caller holds ino's stripe
 
   Status Startup();
   Result<uint64_t> AllocIno();
-  Result<InodeAttr> LoadAttr(uint64_t ino);          // caller holds ino's stripe (or tolerates staleness)
+  Result<InodeAttr> LoadAttr(uint64_t ino);          // caller holds ino's stripe
   // With passthrough opens the kernel writes the object without us: takes
   // over its size when larger and its mtime when it changed into n->attr
   // (not committed; Release and Fsync commit it). Caller holds ino's stripe.
   void ReconcileObject(Node* n);
-  // Commits n->attr when ReconcileObject changed it (caller holds stripe).
+  // Commits n->attr when ReconcileObject changed it (caller holds ino's
+  // stripe).
   Status CommitReconciled(uint64_t ino);
   // Decides whether this open of ino goes through passthrough and, if so,
   // returns the backing id for the reply (0: the normal path). Caller holds
@@ -284,9 +311,9 @@ class MatrixFs {
   Status DeleteInodeKeys(uint64_t ino, WriteBatch* batch);
   void RemoveObject(uint64_t ino);
   std::string ObjectPath(uint64_t ino) const;
-  Result<std::shared_ptr<RandomRWFile>> ObjectFor(uint64_t ino, bool create);  // holds stripe
+  Result<std::shared_ptr<RandomRWFile>> ObjectFor(uint64_t ino, bool create);  // caller holds ino's stripe
   Status DropLink(Txn* txn, uint64_t ino, InodeAttr* a);
-  void MaybeReclaim(uint64_t ino);  // holds stripe; nlink 0, no opens
+  void MaybeReclaim(uint64_t ino);  // caller holds ino's stripe; nlink 0, no opens
   Status ReclaimInode(uint64_t ino);
   Status ReclaimOrphans(uint64_t* count);  // every inode with an 'O' key
   // The work of FORGET and RELEASE, without a reply. DropLookups: the kernel

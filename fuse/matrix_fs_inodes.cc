@@ -22,12 +22,16 @@ size_t MatrixFs::StripeOf(uint64_t ino) {
 }
 
 MatrixFs::Node* MatrixFs::FindNode(uint64_t ino) {
+  AssertHeld(ino);
   auto& m = StripeFor(ino).nodes;
   auto it = m.find(ino);
   return it == m.end() ? nullptr : &it->second;
 }
 
-MatrixFs::Node& MatrixFs::NodeFor(uint64_t ino) { return StripeFor(ino).nodes[ino]; }
+MatrixFs::Node& MatrixFs::NodeFor(uint64_t ino) {
+  AssertHeld(ino);
+  return StripeFor(ino).nodes[ino];
+}
 
 Result<uint64_t> MatrixFs::AllocIno() {
   std::lock_guard<std::mutex> l(alloc_mu_);

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
@@ -18,6 +20,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -83,6 +86,33 @@ uint32_t KilledSetIdBits(fuse_req_t req, const InodeAttr& a, bool may_be_privile
 Status CheckName(const char* name);
 // Names the calling libfuse worker "mxfs-fuse" at its first request.
 void NameThread();
+
+inline void MatrixFs::StripeMutex::lock() {
+  mu_.lock();
+#ifndef NDEBUG
+  owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+#endif
+}
+
+inline void MatrixFs::StripeMutex::unlock() {
+#ifndef NDEBUG
+  owner_.store(std::thread::id(), std::memory_order_relaxed);
+#endif
+  mu_.unlock();
+}
+
+#ifndef NDEBUG
+// Relaxed is enough: only the holder stores its own id, and a thread that
+// does not hold the mutex never finds its own id there (it cleared it
+// itself at its last unlock).
+inline bool MatrixFs::StripeMutex::HeldByCaller() const {
+  return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+}
+#endif
+
+inline void MatrixFs::AssertHeld([[maybe_unused]] uint64_t ino) const {
+  assert(stripes_[StripeOf(ino)].mu.HeldByCaller() && "caller holds ino's stripe");
+}
 
 // Locks the stripes of a set of inodes in stripe order (duplicates once).
 class MatrixFs::InodeLocks {

@@ -38,6 +38,7 @@ Result<std::shared_ptr<RandomRWFile>> MatrixFs::ObjectFor(uint64_t ino, bool cre
 }
 
 Status MatrixFs::ReadInline(uint64_t ino, const InodeAttr&, uint64_t off, size_t n, std::string* out) {
+  AssertHeld(ino);
   out->assign(n, '\0');
   if (n == 0) return Status::OK();
   const uint64_t bs = sb_.block_size;
@@ -56,6 +57,7 @@ Status MatrixFs::ReadInline(uint64_t ino, const InodeAttr&, uint64_t off, size_t
 }
 
 Status MatrixFs::WriteInline(Txn* txn, uint64_t ino, InodeAttr* a, uint64_t off, const Slice& data) {
+  AssertHeld(ino);
   const uint64_t bs = sb_.block_size;
   const uint64_t end = off + data.size();
   for (uint64_t b = off / bs; b * bs < end; ++b) {
@@ -167,6 +169,7 @@ Status MatrixFs::Truncate(Txn* txn, uint64_t ino, InodeAttr* a, uint64_t size,
 }
 
 Status MatrixFs::PunchInline(Txn* txn, uint64_t ino, const InodeAttr& a, uint64_t off, uint64_t len) {
+  AssertHeld(ino);
   const uint64_t bs = sb_.block_size;
   uint64_t end = std::min(a.size, off + len);
   for (uint64_t b = off / bs; b * bs < end; ++b) {

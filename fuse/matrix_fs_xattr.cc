@@ -164,6 +164,8 @@ void MatrixFs::RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
 // itself, and the umask is ignored; without a default ACL the umask the
 // kernel sent (FUSE_DONT_MASK) applies. Symlinks keep 0777, as in the VFS.
 Status MatrixFs::NewInodeAcl(fuse_req_t req, uint64_t parent, uint64_t ino, InodeAttr* a, WriteBatch* batch) {
+  AssertHeld(parent);
+  AssertHeld(ino);
   if (S_ISLNK(a->mode)) return Status::OK();
   std::string def;
   Status g = db_->Get(ReadOptions(), XattrKey(parent, kAclDefaultXattr), &def);
@@ -191,6 +193,7 @@ Status MatrixFs::NewInodeAcl(fuse_req_t req, uint64_t parent, uint64_t ino, Inod
 // file's group nor root (the kernel's FUSE_SETXATTR_ACL_KILL_SGID rule).
 Status MatrixFs::SetAcl(fuse_req_t req, uint64_t ino, InodeAttr* a, bool access, const Slice& value,
                         WriteBatch* batch) {
+  AssertHeld(ino);
   auto acl = PosixAcl::Decode(value);
   if (!acl) return acl.error();
   if (!access) {
@@ -208,6 +211,7 @@ Status MatrixFs::SetAcl(fuse_req_t req, uint64_t ino, InodeAttr* a, bool access,
 
 // posix_acl_chmod: the kernel leaves the ACL to the filesystem on chmod.
 Status MatrixFs::ChmodAcl(uint64_t ino, uint32_t mode, WriteBatch* batch) {
+  AssertHeld(ino);
   std::string key = XattrKey(ino, kAclAccessXattr);
   std::string v;
   Status g = db_->Get(ReadOptions(), key, &v);
