@@ -17,6 +17,28 @@
 
 namespace mxfs {
 
+namespace {
+
+// One block of size bs that a byte range [off, end) touches: its number b,
+// its first byte start, and the part [lo, hi) of it (offsets in the block)
+// inside the range.
+struct BlockSpan {
+  uint64_t b, start, lo, hi;
+};
+
+// Calls fn(span) for each block [off, end) touches, in order; stops at the
+// first error fn returns.
+template <typename Fn>
+Status ForEachBlockSpan(uint64_t off, uint64_t end, uint64_t bs, Fn&& fn) {
+  for (uint64_t b = off / bs; b * bs < end; ++b) {
+    const uint64_t start = b * bs;
+    MXFS_RETURN_IF_ERROR(fn(BlockSpan{b, start, std::max(off, start) - start, std::min(end, start + bs) - start}));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 std::string MatrixFs::ObjectPath(uint64_t ino) const {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "/%016" PRIx64, ino);
@@ -60,22 +82,20 @@ Status MatrixFs::WriteInline(Txn* txn, uint64_t ino, InodeAttr* a, uint64_t off,
   AssertHeld(ino);
   const uint64_t bs = sb_.block_size;
   const uint64_t end = off + data.size();
-  for (uint64_t b = off / bs; b * bs < end; ++b) {
-    uint64_t bstart = b * bs;
-    uint64_t lo = std::max(off, bstart) - bstart;
-    uint64_t hi = std::min(end, bstart + bs) - bstart;
-    std::string key = BlockKey(ino, b);
-    std::string block;
-    if (lo != 0 || hi != bs) {
+  MXFS_RETURN_IF_ERROR(ForEachBlockSpan(off, end, bs, [&](const BlockSpan& sp) -> Status {
+    std::string key = BlockKey(ino, sp.b);
+    if (sp.lo != 0 || sp.hi != bs) {
+      std::string block;
       Status s = db_->Get(ReadOptions(), key, &block);
       if (!s.ok() && !s.IsNotFound()) return s;
-      if (block.size() < hi) block.resize(hi, '\0');
-      std::memcpy(block.data() + lo, data.data() + (bstart + lo - off), hi - lo);
+      if (block.size() < sp.hi) block.resize(sp.hi, '\0');
+      std::memcpy(block.data() + sp.lo, data.data() + (sp.start + sp.lo - off), sp.hi - sp.lo);
       txn->batch.Put(key, block);
     } else {
-      txn->batch.Put(key, Slice(data.data() + (bstart - off), bs));
+      txn->batch.Put(key, Slice(data.data() + (sp.start - off), bs));
     }
-  }
+    return Status::OK();
+  }));
   a->size = std::max(a->size, end);
   return Status::OK();
 }
@@ -171,26 +191,21 @@ Status MatrixFs::Truncate(Txn* txn, uint64_t ino, InodeAttr* a, uint64_t size,
 Status MatrixFs::PunchInline(Txn* txn, uint64_t ino, const InodeAttr& a, uint64_t off, uint64_t len) {
   AssertHeld(ino);
   const uint64_t bs = sb_.block_size;
-  uint64_t end = std::min(a.size, off + len);
-  for (uint64_t b = off / bs; b * bs < end; ++b) {
-    uint64_t bstart = b * bs;
-    uint64_t lo = std::max(off, bstart) - bstart;
-    uint64_t hi = std::min(end, bstart + bs) - bstart;
-    std::string key = BlockKey(ino, b);
+  const uint64_t end = std::min(a.size, off + len);
+  return ForEachBlockSpan(off, end, bs, [&](const BlockSpan& sp) -> Status {
+    std::string key = BlockKey(ino, sp.b);
     std::string block;
     Status s = db_->Get(ReadOptions(), key, &block);
-    if (s.IsNotFound()) continue;
+    if (s.IsNotFound()) return Status::OK();
     MXFS_RETURN_IF_ERROR(s);
-    if (lo == 0 && hi >= block.size()) {
+    if (sp.lo == 0 && sp.hi >= block.size()) {
       txn->batch.Delete(key);
-      continue;
-    }
-    if (lo < block.size()) {
-      std::memset(block.data() + lo, 0, std::min<uint64_t>(hi, block.size()) - lo);
+    } else if (sp.lo < block.size()) {
+      std::memset(block.data() + sp.lo, 0, std::min<uint64_t>(sp.hi, block.size()) - sp.lo);
       txn->batch.Put(key, block);
     }
-  }
-  return Status::OK();
+    return Status::OK();
+  });
 }
 
 void MatrixFs::ReconcileObject(Node* n) {
