@@ -69,82 +69,49 @@ for t in fs_mark fio python3 cc; do
 done
 
 mkdir -p "$base"
-work=$(mktemp -d "$base/run.XXXXXX")
-shm=$(mktemp -d /dev/shm/mxfs-fsbench.XXXXXX)
-mounts=()
-cleanup() {
-  for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
-  rm -rf "$work" "$shm"
-}
-trap cleanup EXIT
+source "$top/tools/bench/lib-targets.sh"
+lt_init "$(mktemp -d "$base/run.XXXXXX")" "$(mktemp -d /dev/shm/mxfs-fsbench.XXXXXX)" "$bin"
+trap lt_cleanup EXIT
 
-declare -A dir_of
 want() { [[ ",$only," == *",$1,"* ]]; }
 
-if want ext4; then
-  mkdir -p "$work/ext4"
-  dir_of[ext4]="$work/ext4"
-fi
-if want tmpfs; then
-  mkdir -p "$shm/tmpfs"
-  dir_of[tmpfs]="$shm/tmpfs"
-fi
+want ext4 && lt_add_ext4 ext4
+want tmpfs && lt_add_tmpfs tmpfs
 if want passthrough; then
   # passthrough_ll holds one O_PATH fd per inode the kernel knows: both
   # fs_mark directories, the stat files (reused by the open row) and the
   # readdir directory at once.
   need_fds=$((2 * files + statn + readdirn + 100))
-  if [ "$need_fds" -gt "$(ulimit -Hn)" ]; then
-    echo "fs_vs_ext4.sh: passthrough_ll would need ~$need_fds open files, the hard limit is $(ulimit -Hn);" \
+  if [ "$need_fds" -gt "$LT_NOFILE" ]; then
+    echo "fs_vs_ext4.sh: passthrough_ll would need ~$need_fds open files, the limit is $LT_NOFILE;" \
       "use smaller --files/--stat/--readdir (2*files + stat + readdir below it)" >&2
     exit 1
   fi
-  src=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c
-  [ -f "$src" ] || { echo "fs_vs_ext4.sh: $src not found (apt-get install libfuse3-dev)" >&2; exit 1; }
-  cc -O2 -Wall "$src" -o "$work/passthrough_ll" $(pkg-config --cflags --libs fuse3)
-  mkdir -p "$work/pt-src" "$work/pt-mnt"
-  # Its defaults (cache=auto, timeout 1 s) as shipped; writeback on to be fair.
-  # It holds an O_PATH fd for every inode the kernel knows, so the default
-  # limit of 1024 open files breaks it at the first large directory.
-  (ulimit -n "$(ulimit -Hn)" && "$work/passthrough_ll" -o source="$work/pt-src",writeback "$work/pt-mnt")
-  mounts+=("$work/pt-mnt")
-  dir_of[passthrough]="$work/pt-mnt"
+  lt_add_passthrough passthrough
 fi
-if want matrixfs; then
-  mkdir -p "$work/mxfs-data" "$work/mxfs-mnt"
-  "$bin/matrixfs" "$work/mxfs-data" "$work/mxfs-mnt" -o format,pool="$shm/pool"$extra_opts
-  mounts+=("$work/mxfs-mnt")
-  dir_of[matrixfs]="$work/mxfs-mnt"
-fi
-if want matrixfs-pt; then
-  mkdir -p "$work/mxfs-pt-data" "$work/mxfs-pt-mnt"
-  "$bin/matrixfs" "$work/mxfs-pt-data" "$work/mxfs-pt-mnt" -o format,pool="$shm/pool-pt",passthrough$extra_opts
-  mounts+=("$work/mxfs-pt-mnt")
-  dir_of[matrixfs-pt]="$work/mxfs-pt-mnt"
-fi
+want matrixfs && lt_add_matrixfs matrixfs "${extra_opts#,}"
+want matrixfs-pt && lt_add_matrixfs matrixfs-pt "passthrough$extra_opts"
 
 targets=()
 for t in matrixfs matrixfs-pt ext4 tmpfs passthrough; do want $t && targets+=("$t"); done
 declare -A res
 
-drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
-
 fsmark() {  # target sync_mode -> files/sec
   # fs_mark refuses directory paths of 40 bytes or more: run it from inside.
-  mkdir -p "${dir_of[$1]}/fsm$2"
-  (cd "${dir_of[$1]}" && fs_mark -d "fsm$2" -s 4096 -n "$files" -t 1 -S "$2" -k -L 1 -l /dev/null 2>&1) |
+  mkdir -p "${lt_dir[$1]}/fsm$2"
+  (cd "${lt_dir[$1]}" && fs_mark -d "fsm$2" -s 4096 -n "$files" -t 1 -S "$2" -k -L 1 -l /dev/null 2>&1) |
     awk '/^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+/ {print $4}' | tail -1
 }
 
 fio_run() {  # target rw bs -> MiB/s
-  local d="${dir_of[$1]}" rw=$2 bs=$3 extra=()
+  local d="${lt_dir[$1]}" rw=$2 bs=$3 extra=()
   if [ $direct -eq 1 ]; then extra+=(--direct=1); else extra+=(--end_fsync=1); fi
   # Lay the file out once (sequential write), then measure.
   if [ ! -f "$d/fio.dat" ]; then
     fio --name=layout --filename="$d/fio.dat" --size="$fio_size" --bs=1M --rw=write --ioengine=psync \
       --end_fsync=1 --output-format=terse >/dev/null
   fi
-  [[ $rw == *read* ]] && [ $direct -eq 0 ] && drop_caches
+  [[ $rw == *read* ]] && [ $direct -eq 0 ] && lt_drop_caches
   fio --name=bench --filename="$d/fio.dat" --size="$fio_size" --bs="$bs" --rw="$rw" --ioengine=psync \
     --runtime="$fio_runtime" --time_based "${extra[@]}" --output-format=json |
     python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; print("%.1f" % ((j["read"]["bw_bytes"]+j["write"]["bw_bytes"])/1048576))'
@@ -152,28 +119,22 @@ fio_run() {  # target rw bs -> MiB/s
 
 rate() { grep "^$1:" | awk '{print $(NF-1)}' | tail -1; }
 
-# MatrixFS target $1: all FUSE requests so far (the "requests" line of
-# .matrixfs/stats).
-mxfs_requests() {
-  grep '^requests' "${dir_of[$1]}/.matrixfs/stats" | tr ' ' '\n' | awk -F= 'NF == 2 {s += $2} END {print s + 0}'
-}
-
 for t in "${targets[@]}"; do
-  echo "== $t (${dir_of[$t]})" >&2
+  echo "== $t (${lt_dir[$t]})" >&2
   mx=0
   [[ $t == matrixfs* ]] && mx=1
-  [ $mx = 1 ] && r0=$(mxfs_requests "$t")
+  [ $mx = 1 ] && r0=$(lt_requests_total "$t")
   res[$t,fsmark_nosync]=$(fsmark "$t" 0)
-  [ $mx = 1 ] && r1=$(mxfs_requests "$t")
+  [ $mx = 1 ] && r1=$(lt_requests_total "$t")
   res[$t,fsmark_fsync]=$(fsmark "$t" 1)
-  [ $mx = 1 ] && r2=$(mxfs_requests "$t") &&
+  [ $mx = 1 ] && r2=$(lt_requests_total "$t") &&
     echo "$t FUSE requests per fs_mark file: $(python3 -c "print('%.2f no sync, %.2f with fsync' % (($r1 - $r0) / $files, ($r2 - $r1) / $files))")" >&2
-  out=$("$bin/fsbench" stat "${dir_of[$t]}/stat" "$statn" 5)
+  out=$("$bin/fsbench" stat "${lt_dir[$t]}/stat" "$statn" 5)
   res[$t,stat_existing]=$(rate stat-existing <<<"$out")
   res[$t,stat_missing]=$(rate stat-missing <<<"$out")
-  out=$("$bin/fsbench" open "${dir_of[$t]}/stat" "$statn" 3)
+  out=$("$bin/fsbench" open "${lt_dir[$t]}/stat" "$statn" 3)
   res[$t,open_read_close]=$(rate open-read-close <<<"$out")
-  out=$("$bin/fsbench" readdir "${dir_of[$t]}/big" "$readdirn")
+  out=$("$bin/fsbench" readdir "${lt_dir[$t]}/big" "$readdirn")
   res[$t,readdir]=$(rate readdir-entries <<<"$out")
   res[$t,fio_4k_randread]=$(fio_run "$t" randread 4k)
   res[$t,fio_4k_randwrite]=$(fio_run "$t" randwrite 4k)
