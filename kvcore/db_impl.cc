@@ -15,6 +15,7 @@
 #include "kvcore/db_iter.h"
 #include "kvcore/filename.h"
 #include "kvcore/merger.h"
+#include "kvcore/ssd_level0.h"
 #include "kvcore/write_batch_internal.h"
 #include "nvm/kill_point.h"
 

@@ -1,35 +1,37 @@
 // Level0: where flushed memtables go and how they are read back, behind one
-// interface so that the matrix container of nvm/ can replace "L0 = SSTables
-// on SSD" without touching DBImpl.
-//
-// The L0 state belongs to a Version (so readers see a consistent tree while
-// flushes and compactions install new versions). SsdLevel0 keeps it as the
-// version's level-0 file list, recorded in the MANIFEST as ordinary new-file
-// and deleted-file fields. An NVM implementation would keep its rows in the
-// pool, record what the MANIFEST must know in VersionEdit::SetLevel0State,
-// and return its column compactions from PickCompaction.
+// interface: DBImpl flushes into it and reads through it. Two
+// implementations:
+// - SsdLevel0 (ssd_level0.h): L0 is SSTables on the SSD, one per flushed
+//   memtable, kept as the Version's level-0 file list and recorded in the
+//   MANIFEST as ordinary new-file and deleted-file fields; PickCompaction
+//   hands its L0->L1 compactions to leveled compaction.
+// - ContainerLevel0 (nvm_backend.h): L0 is the matrix container in the
+//   persistent-memory pool; its state belongs to the container version a
+//   Version pins (Pin) and the MANIFEST records what it must know through
+//   VersionEdit::SetLevel0State. Its PickCompaction returns nothing: column
+//   compaction runs on a thread of DBImpl's.
 //
 // Thread-safety: implementations are thread-safe; WriteMemTable runs in the
 // flush thread without the DB mutex, PickCompaction with the DB mutex held,
 // Get/AddIterators from any thread on a pinned Version.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "base/iterator.h"
 #include "base/status.h"
-#include "kvcore/dbformat.h"
-#include "kvcore/include/options.h"
-#include "kvcore/version_edit.h"
 
 namespace mxfs {
 
 class Compaction;
+class Iterator;
+class LookupKey;
 class Version;
+class VersionEdit;
 class VersionSet;
-struct DbContext;
+struct ReadOptions;
 
 struct FlushResult {
   uint64_t bytes_written = 0;  // to the SSD
@@ -72,13 +74,5 @@ class Level0 {
   // concurrent flushes and compactions can each record their part.
   virtual std::string MergeState(const std::string& /*old*/, const std::string& update) const { return update; }
 };
-
-// L0 as SSTables on the SSD: one table per flushed memtable.
-std::unique_ptr<Level0> NewSsdLevel0(const DbContext* ctx);
-
-// Writes iter's entries into the table file number and syncs it: *meta gets
-// its size and key range (file_size 0 and no file if iter is empty). iter
-// holds values inline (a memtable): the table points into no blob file.
-[[nodiscard]] Status BuildTable(const DbContext* ctx, Iterator* iter, uint64_t number, FileMetaData* meta);
 
 }  // namespace mxfs

@@ -7,6 +7,7 @@
 #include "base/logging.h"
 #include "kvcore/blob_store.h"
 #include "kvcore/filename.h"
+#include "kvcore/level0.h"
 #include "kvcore/log_reader.h"
 #include "kvcore/merger.h"
 #include "kvcore/table_cache.h"

@@ -31,11 +31,12 @@
 #include "base/status.h"
 #include "kvcore/db_context.h"
 #include "kvcore/dbformat.h"
-#include "kvcore/level0.h"
 #include "kvcore/log_writer.h"
 #include "kvcore/version_edit.h"
 
 namespace mxfs {
+
+class Level0;
 
 using FileList = std::vector<std::shared_ptr<FileMetaData>>;
 

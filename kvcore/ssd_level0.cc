@@ -1,4 +1,4 @@
-#include "kvcore/level0.h"
+#include "kvcore/ssd_level0.h"
 
 #include "kvcore/db_context.h"
 #include "kvcore/filename.h"
