@@ -24,7 +24,8 @@
 // backstop). The clock may lag real time by at most kBurstMicros, so an idle
 // period does not bank an unbounded burst.
 //
-// Thread-safety: not thread-safe; DBImpl calls it with its mutex held.
+// Thread-safety: not thread-safe; ContainerLevel0 (writers) and
+// ColumnCompactor (RecordDrain) call it with the DB mutex held.
 #pragma once
 
 #include <algorithm>

@@ -1,21 +1,21 @@
 #include "kvcore/db_impl.h"
 
 #include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <cstdlib>
 
 #include "base/logging.h"
+#include "kvcore/background.h"
+#include "kvcore/container_level0.h"
 #include "kvcore/db_iter.h"
+#include "kvcore/db_stats.h"
 #include "kvcore/filename.h"
 #include "kvcore/merger.h"
 #include "kvcore/ssd_level0.h"
+#include "kvcore/validate_options.h"
 #include "kvcore/write_batch_internal.h"
 #include "nvm/kill_point.h"
 
@@ -26,12 +26,6 @@ namespace {
 constexpr size_t kMaxOpenTables = 1000;
 constexpr size_t kMaxOpenBlobFiles = 256;  // 32 GiB of 128 MiB blob files
 constexpr size_t kMaxRecentCompactions = 32;
-
-uint64_t NowMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // Databases open in this process: flock is per open file description, so
 // this catches a second Open of one path even where flock would not.
@@ -49,89 +43,8 @@ std::string CanonicalPath(const std::string& path) {
   return r;
 }
 
-std::string Num(uint64_t v) { return std::to_string(v); }
-
-std::string ExtractUserKeyIfInternal(const std::string& k) {
-  if (k.size() < kInternalKeyTrailer) return Slice(k).ToEscaped();
-  return ExtractUserKey(k).ToEscaped();
-}
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f", v);
-  return buf;
-}
 
 }  // namespace
-
-// ---- options ---------------------------------------------------------------
-
-Status ValidateOptions(const Options& o) {
-  auto bad = [](const std::string& what) { return Status::InvalidArgument("invalid option " + what); };
-  if (o.write_buffer_size < 4096 || o.write_buffer_size > (1ull << 36)) {
-    return bad("write_buffer_size = " + Num(static_cast<uint64_t>(o.write_buffer_size)) +
-               ": must be between 4096 and 2^36 bytes");
-  }
-  if (o.max_write_buffer_number < 2 || o.max_write_buffer_number > 64) {
-    return bad("max_write_buffer_number = " + std::to_string(o.max_write_buffer_number) + ": must be 2..64");
-  }
-  if (o.num_levels < 2 || o.num_levels > 20) {
-    return bad("num_levels = " + std::to_string(o.num_levels) + ": must be 2..20");
-  }
-  if (o.max_bytes_for_level_base < 1024) {
-    return bad("max_bytes_for_level_base = " + Num(o.max_bytes_for_level_base) + ": must be at least 1024");
-  }
-  if (!(o.max_bytes_for_level_multiplier > 1.0) || !std::isfinite(o.max_bytes_for_level_multiplier)) {
-    return bad("max_bytes_for_level_multiplier = " + Num(o.max_bytes_for_level_multiplier) +
-               ": must be a finite number greater than 1");
-  }
-  if (o.target_file_size_base < 1024) {
-    return bad("target_file_size_base = " + Num(o.target_file_size_base) + ": must be at least 1024");
-  }
-  if (o.level0_file_num_compaction_trigger < 1) {
-    return bad("level0_file_num_compaction_trigger = " + std::to_string(o.level0_file_num_compaction_trigger) +
-               ": must be at least 1");
-  }
-  if (o.level0_slowdown_writes_trigger < o.level0_file_num_compaction_trigger) {
-    return bad("level0_slowdown_writes_trigger = " + std::to_string(o.level0_slowdown_writes_trigger) +
-               ": must be >= level0_file_num_compaction_trigger (" +
-               std::to_string(o.level0_file_num_compaction_trigger) + ")");
-  }
-  if (o.level0_stop_writes_trigger < o.level0_slowdown_writes_trigger) {
-    return bad("level0_stop_writes_trigger = " + std::to_string(o.level0_stop_writes_trigger) +
-               ": must be >= level0_slowdown_writes_trigger (" + std::to_string(o.level0_slowdown_writes_trigger) +
-               ")");
-  }
-  if (o.max_background_compactions < 1) {
-    return bad("max_background_compactions = " + std::to_string(o.max_background_compactions) +
-               ": must be at least 1");
-  }
-  if (o.bloom_bits_per_key < 0 || o.bloom_bits_per_key > 64) {
-    return bad("bloom_bits_per_key = " + std::to_string(o.bloom_bits_per_key) + ": must be 0..64");
-  }
-  if (o.block_size < 256 || o.block_size > (16u << 20)) {
-    return bad("block_size = " + Num(static_cast<uint64_t>(o.block_size)) + ": must be 256..16777216");
-  }
-  if (!(o.container_share > 0.0 && o.container_share < 1.0)) {
-    return bad("container_share = " + Num(o.container_share) + ": must be strictly between 0 and 1");
-  }
-  if (o.column_compaction_threads < 1) {
-    return bad("column_compaction_threads = " + std::to_string(o.column_compaction_threads) +
-               ": must be at least 1");
-  }
-  if (o.blob_file_size < 4096) {
-    return bad("blob_file_size = " + Num(o.blob_file_size) + ": must be at least 4096");
-  }
-  if (!(o.blob_gc_garbage_ratio > 0.0 && o.blob_gc_garbage_ratio <= 1.0)) {
-    return bad("blob_gc_garbage_ratio = " + Num(o.blob_gc_garbage_ratio) + ": must be in (0, 1]");
-  }
-  if (!o.nvm_path.empty() && o.nvm_size != 0 && o.nvm_size < (8ull << 20)) {
-    return bad("nvm_size = " + Num(o.nvm_size) + ": must be 0 (256 MiB) or at least 8 MiB");
-  }
-  if (!o.nvm_uuid.empty() && !ParsePoolUuid(o.nvm_uuid)) {
-    return bad("nvm_uuid = \"" + o.nvm_uuid + "\": not a UUID in 8-4-4-4-12 form");
-  }
-  return Status::OK();
-}
 
 // ---- helpers ---------------------------------------------------------------
 
@@ -199,6 +112,7 @@ DBImpl::DBImpl(const Options& options, const std::string& dbname) : ctx_(Bytewis
     wal_store_ = NewSsdWalStore(&ctx_);
   }
   versions_ = std::make_unique<VersionSet>(&ctx_, level0_.get());
+  runner_ = std::make_unique<CompactionRunner>(&ctx_, versions_.get(), &mu_, &pending_outputs_, &shutting_down_);
 }
 
 DBImpl::~DBImpl() {
@@ -226,9 +140,9 @@ Status DBImpl::Open() {
   // Named from here too, so the names are visible as soon as Open returns.
   pthread_setname_np(flush_thread_.native_handle(), "mxfs-flush");
   pthread_setname_np(compact_thread_.native_handle(), "mxfs-compact");
-  if (nvm_) {
-    colcomp_thread_ = std::thread([this] { ColumnCompactThreadMain(); });
-    pthread_setname_np(colcomp_thread_.native_handle(), "mxfs-colcomp");
+  if (Level0Compactor* lc = level0_->compactor()) {
+    l0_compact_thread_ = std::thread([this, lc] { Level0CompactThreadMain(lc); });
+    pthread_setname_np(l0_compact_thread_.native_handle(), lc->thread_name());
   }
   DeleteObsoleteFiles(l);
   bg_cv_.notify_all();
@@ -397,8 +311,8 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
     Status s = level0_->WriteMemTable(it.get(), number, &edit, &r);
     l.lock();
     MXFS_RETURN_IF_ERROR(s);
-    stat_flush_bytes_ += r.bytes_written;
-    stat_flushes_++;
+    stats_.flush_bytes += r.bytes_written;
+    stats_.flushes++;
   }
   mem_.reset();
 
@@ -448,8 +362,8 @@ Status DBImpl::RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* ma
       FlushResult r;
       MXFS_RETURN_IF_ERROR(level0_->WriteMemTable(it.get(), table_number, edit, &r));
       std::lock_guard<std::mutex> g(mu_);
-      stat_flush_bytes_ += r.bytes_written;
-      stat_flushes_++;
+      stats_.flush_bytes += r.bytes_written;
+      stats_.flushes++;
       it.reset();
       mem_.reset();
     }
@@ -596,12 +510,12 @@ Status DBImpl::WriteImpl(const WriteOptions& options, WriteBatch* batch) {
       RecordBackgroundError(s, "memtable insert");
     } else {
       versions_->SetLastSequence(last_sequence);
-      if (nvm_) pacer_.Charge(user_bytes, ContainerPaceRate(), NowMicros());
-      stat_groups_++;
-      if (sync) stat_syncs_++;
-      stat_user_bytes_ += user_bytes;
-      stat_wal_bytes_ += log->BytesWritten() - wal_before;
-      stat_records_ += group->Count();
+      level0_->WriteGroupDone(user_bytes, Load());
+      stats_.groups++;
+      if (sync) stats_.syncs++;
+      stats_.user_bytes += user_bytes;
+      stats_.wal_bytes += log->BytesWritten() - wal_before;
+      stats_.records += group->Count();
     }
     if (group == &tmp_batch_) tmp_batch_.Clear();
   }
@@ -613,7 +527,7 @@ Status DBImpl::WriteImpl(const WriteOptions& options, WriteBatch* batch) {
       ready->done = true;
       ready->cv.notify_one();
     }
-    if (ready->batch != nullptr) stat_batches_++;
+    if (ready->batch != nullptr) stats_.batches++;
     if (ready == last_writer) break;
   }
   if (!writers_.empty()) writers_.front()->cv.notify_one();
@@ -649,31 +563,8 @@ WriteBatch* DBImpl::BuildBatchGroup(Writer** last_writer, bool* sync) {
   return result;
 }
 
-uint64_t DBImpl::PacingDelayMicros() const {
-  // Flushes shorter than this never leave a visible gap: no pacing.
-  constexpr double kMinPacedFlushMicros = 20000;
-  constexpr double kMaxDelayMicros = 10000;
-  if (!nvm_ || imms_.empty() || flush_est_us_ < kMinPacedFlushMicros) return 0;
-  const double wbs = static_cast<double>(ctx_.options.write_buffer_size);
-  const double used = static_cast<double>(mem_->ApproximateMemoryUsage());
-  if (used >= wbs) return 0;  // full: the memtable-full wait takes over
-  // The active memtable should become full when the pending flush ends.
-  const double elapsed = static_cast<double>(NowMicros() - last_switch_us_);
-  const double allowed = wbs * std::min(1.0, elapsed / flush_est_us_);
-  if (used <= allowed) return 0;
-  return static_cast<uint64_t>(std::min(kMaxDelayMicros, (used - allowed) / wbs * flush_est_us_));
-}
-
-double DBImpl::ContainerPaceRate() const {
-  if (!nvm_ || !ctx_.options.pace_writers_to_container) return 0;
-  int64_t pending = static_cast<int64_t>(mem_->ApproximateMemoryUsage());
-  for (const auto& imm : imms_) pending += static_cast<int64_t>(imm->ApproximateMemoryUsage());
-  const int64_t free_bytes = static_cast<int64_t>(nvm_->container()->allocator().free_pages()) * kPoolPageSize;
-  return pacer_.AllowedRate(free_bytes, pending, ctx_.options.write_buffer_size);
-}
-
-uint64_t DBImpl::ContainerPaceDelay() const {
-  return ContainerPaceRate() > 0 ? pacer_.DelayMicros(NowMicros()) : 0;
+MemTableLoad DBImpl::Load() const {
+  return MemTableLoad{mem_.get(), &imms_, last_switch_us_};
 }
 
 Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
@@ -692,46 +583,40 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       l.unlock();
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       l.lock();
-      stall_slowdown_us_ += NowMicros() - start;
+      stats_.stall_slowdown_us += NowMicros() - start;
       allow_delay = false;
-    } else if (const uint64_t pace = allow_delay && !force ? std::max(PacingDelayMicros(), ContainerPaceDelay()) : 0;
-               pace > 0) {
-      // With a pool, a flush (and the container room it may wait for) sets
-      // the sustainable rate: a writer ahead of it waits a little now, once
-      // per write, instead of filling the memtable at once and then waiting
-      // for the whole flush (which leaves whole seconds without a write).
-      // Close to a full container, column compaction's drain rate sets it
-      // (ContainerPacer).
+    } else if (const uint64_t pace = allow_delay && !force ? level0_->PaceDelayMicros(Load()) : 0; pace > 0) {
+      // An L0 whose flushes may wait (the container) sets the sustainable
+      // rate: a writer ahead of it waits a little now, once per write,
+      // instead of filling the memtable at once and then waiting for the
+      // whole flush (which leaves whole seconds without a write).
       const uint64_t start = NowMicros();
       l.unlock();
       std::this_thread::sleep_for(std::chrono::microseconds(pace));
       l.lock();
-      stall_pacing_us_ += NowMicros() - start;
+      stats_.stall_pacing_us += NowMicros() - start;
       allow_delay = false;
     } else if (!force && mem_->ApproximateMemoryUsage() <= ctx_.options.write_buffer_size &&
-               !(nvm_ && !mem_->Empty() &&
-                 (nvm_->wal()->BytesUsed() > nvm_->wal()->capacity() / 2 ||
-                  mem_->ApproximateMemoryUsage() > nvm_->pool()->header().container_size / 8))) {
-      // (A PM WAL more than half full also switches the memtable, so that a
-      // flush can release it; so does a memtable of an eighth of the
-      // container, so that a row always fits in the receiver.)
+               !(!mem_->Empty() &&
+                 (wal_store_->WantsEarlySwitch() || level0_->WantsEarlySwitch(mem_->ApproximateMemoryUsage())))) {
+      // (The log or L0 may ask for a switch before the memtable is full:
+      // a PM WAL more than half full, a memtable too large for one row.)
       return Status::OK();
     } else if (static_cast<int>(imms_.size()) >= ctx_.options.max_write_buffer_number - 1) {
       const uint64_t start = NowMicros();
-      const bool full_before = nvm_ && nvm_->container_full.load();
-      const uint64_t episodes = nvm_ ? nvm_->container_full_episodes.load() : 0;
+      const uint64_t mark = level0_->RoomWaitMark();
       bg_cv_.wait(l);
-      // A flush waiting for room in the container (at any time during this
-      // wait) is its own stall cause.
-      if (nvm_ && (full_before || nvm_->container_full.load() || nvm_->container_full_episodes.load() != episodes)) {
-        stall_container_us_ += NowMicros() - start;
+      // A flush waiting for room in L0 (at any time during this wait) is
+      // its own stall cause.
+      if (level0_->WaitedForRoomSince(mark)) {
+        stats_.stall_container_us += NowMicros() - start;
       } else {
-        stall_memtable_us_ += NowMicros() - start;
+        stats_.stall_memtable_us += NowMicros() - start;
       }
     } else if (l0_runs >= stop) {
       const uint64_t start = NowMicros();
       bg_cv_.wait(l);
-      stall_stop_us_ += NowMicros() - start;
+      stats_.stall_stop_us += NowMicros() - start;
     } else {
       uint64_t number = 0;
       std::unique_ptr<WalWriter> log;
@@ -786,7 +671,7 @@ Status DBImpl::Get(const ReadOptions& options, const Slice& key, std::string* va
     imms.assign(imms_.begin(), imms_.end());
     v = versions_->current().shared();
   }
-  stat_gets_.fetch_add(1, std::memory_order_relaxed);
+  stats_.gets.fetch_add(1, std::memory_order_relaxed);
   LookupKey lkey(key, seq);
   Status s;
   if (mem->Get(lkey, value, &s)) return s;
@@ -886,23 +771,17 @@ Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
                               : "flushing memtable to table #" + std::to_string(number));
   }
   MXFS_KILL_POINT("kvcore.flush.after_manifest");
-  if (nvm_) {
-    // What one flush takes, from its start to its row in the container
-    // (waits for room included): the pace for writers (PacingDelayMicros).
-    const double d = static_cast<double>(NowMicros() - start);
-    flush_est_us_ = flush_est_us_ == 0 ? d : 0.7 * flush_est_us_ + 0.3 * d;
-  }
+  level0_->FlushDone(NowMicros() - start);  // waits for room included: the pace for writers
   imms_.pop_front();
-  stat_flushes_++;
-  stat_flush_bytes_ += r.bytes_written;
-  stat_nvm_flush_bytes_ += r.nvm_bytes;
+  stats_.flushes++;
+  stats_.flush_bytes += r.bytes_written;
+  stats_.nvm_flush_bytes += r.nvm_bytes;
   AddRecord(CompactionRecord{nvm_ ? "flush->container" : "flush->L0", smallest, largest,
                              imm->ApproximateMemoryUsage(), nvm_ ? r.nvm_bytes : r.bytes_written,
                              NowMicros() - start});
-  if (nvm_) {
-    // The memtable is in a row now: its WAL records may go.
+  if (r.max_sequence != 0) {  // set by an L0 that frees the log by sequence
     l.unlock();
-    nvm_->wal()->ReleaseUpTo(r.max_sequence);
+    wal_store_->ReleaseFlushed(r.max_sequence);
     l.lock();
   }
   bg_cv_.notify_all();
@@ -912,20 +791,17 @@ Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
 
 void DBImpl::CompactThreadMain() {
   SetThreadName("mxfs-compact");
-  // Compaction yields the disk to foreground reads and WAL syncs: best-effort
-  // class, lowest priority (ioprio_set on this thread; harmless if refused).
-  constexpr int kIoprioWhoProcess = 1, kIoprioClassBe = 2, kIoprioClassShift = 13;
-  (void)::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, (kIoprioClassBe << kIoprioClassShift) | 7);
+  // Compaction yields the disk to foreground reads and WAL syncs.
+  SetIoPriority(IoPriority::kLowest);
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
-    // Leveled compactions run beside column compaction (two cores: the
-    // container drains while L1 spills into L2) unless their L1 inputs are
-    // busy; a manual compaction runs alone.
+    // Leveled compactions run beside L0's own (two cores: the container
+    // drains while L1 spills into L2) unless their L1 inputs are busy; a
+    // manual compaction runs alone.
     bg_cv_.wait(l, [this] {
-      return shutting_down_ || (bg_error_.ok() && (manual_ != nullptr
-                                                       ? !column_running_
-                                                       : column_done_ != leveled_blocked_at_ &&
-                                                             versions_->NeedsCompaction()));
+      return shutting_down_ ||
+             (bg_error_.ok() && (manual_ != nullptr ? !l0_running_
+                                                    : l0_done_ != leveled_blocked_at_ && versions_->NeedsCompaction()));
     });
     if (shutting_down_) break;
     leveled_running_ = true;
@@ -949,8 +825,8 @@ Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
   } else {
     c = versions_->PickCompaction();
   }
-  // The L1 tables this compaction reads: if a column compaction reads one of
-  // them, try again after that column (the compact pointer has moved on).
+  // The L1 tables this compaction reads: if an L0 compaction reads one of
+  // them, try again after it (the compact pointer has moved on).
   std::vector<uint64_t> l1_inputs;
   if (c && (c->level() == 0 || c->level() == 1)) {
     for (const auto& f : c->inputs(c->level() == 1 ? 0 : 1)) l1_inputs.push_back(f->number);
@@ -958,7 +834,7 @@ Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
   for (uint64_t n : l1_inputs) {
     if (busy_l1_.count(n) != 0) {
       if (m == nullptr) {
-        leveled_blocked_at_ = column_done_;
+        leveled_blocked_at_ = l0_done_;
         return Status::OK();
       }
     }
@@ -977,13 +853,13 @@ Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
       rec.smallest = f->smallest.user_key().ToEscaped();
       rec.largest = f->largest.user_key().ToEscaped();
       rec.bytes_in = rec.bytes_out = f->file_size;
-      if (s.ok()) stat_trivial_moves_++;
+      if (s.ok()) stats_.trivial_moves++;
     } else {
       rec.kind = std::string(m ? "manual " : "") +
                  (c->is_gc() ? "blob-gc #" + std::to_string(c->gc_blob()) + " L" + std::to_string(c->level())
                              : "L" + std::to_string(c->level()) + "->L" + std::to_string(c->level() + 1));
-      s = DoCompactionWork(c.get(), l, &rec);
-      if (s.ok() && c->is_gc()) stat_gc_compactions_++;
+      s = runner_->Run(c.get(), l, OldestSnapshot(), &rec);
+      if (s.ok() && c->is_gc()) stats_.gc_compactions++;
     }
     rec.micros = NowMicros() - start;
     if (s.ok()) AddRecord(std::move(rec));
@@ -1003,488 +879,46 @@ Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
   return s;
 }
 
-Status DBImpl::DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec,
-                                std::vector<std::unique_ptr<Iterator>> extra) {
-  const bool column = !extra.empty();
-  const SequenceNumber smallest_snapshot = OldestSnapshot();
-  DescribeCompaction(c, rec);
-  l.unlock();
-  std::unique_ptr<Iterator> input = versions_->MakeInputIterator(c);
-  if (column) {
-    extra.push_back(std::move(input));
-    input = NewMergingIterator(&ctx_.icmp, std::move(extra));
-  }
-  CompactionOutput out;
-  Status s = MergeIntoTables(c, input.get(), column, smallest_snapshot, &out);
-  input.reset();
-  l.lock();
-  return InstallCompaction(c, l, rec, column, std::move(s), out);
-}
-
-void DBImpl::DescribeCompaction(Compaction* c, CompactionRecord* rec) const {
-  rec->bytes_in = c->InputBytes();
-  InternalKey smallest, largest;
-  bool first = true;
-  for (int which = 0; which < 2; which++) {
-    for (const auto& f : c->inputs(which)) {
-      if (first || ctx_.icmp.Compare(f->smallest.Encode(), smallest.Encode()) < 0) smallest = f->smallest;
-      if (first || ctx_.icmp.Compare(f->largest.Encode(), largest.Encode()) > 0) largest = f->largest;
-      first = false;
-    }
-  }
-  if (!first) {
-    rec->smallest = smallest.user_key().ToEscaped();
-    rec->largest = largest.user_key().ToEscaped();
-  }
-}
-
-void DBImpl::CompactionOutput::Append(CompactionOutput&& o) {
-  tables.insert(tables.end(), o.tables.begin(), o.tables.end());
-  table_numbers.insert(table_numbers.end(), o.table_numbers.begin(), o.table_numbers.end());
-  blobs.insert(blobs.end(), o.blobs.begin(), o.blobs.end());
-  blob_numbers.insert(blob_numbers.end(), o.blob_numbers.begin(), o.blob_numbers.end());
-  for (const auto& [number, g] : o.garbage) {
-    garbage[number].records += g.records;
-    garbage[number].bytes += g.bytes;
-  }
-  blob_bytes_relocated += o.blob_bytes_relocated;
-}
-
-Status DBImpl::MergeIntoTables(Compaction* c, Iterator* input, bool column, SequenceNumber smallest_snapshot,
-                               CompactionOutput* result) {
-  const Comparator* ucmp = ctx_.icmp.user_comparator();
-  const uint64_t min_blob = ctx_.options.min_blob_size;
-  // Blob files whose live values this compaction moves (garbage ratio reached).
-  std::set<uint64_t> relocate;
-  for (const auto& [number, b] : c->input_version()->blob_files()) {
-    if (b->GarbageRatio() >= ctx_.options.blob_gc_garbage_ratio) relocate.insert(number);
-  }
-  struct Output {
-    FileMetaData meta;
-    std::unique_ptr<WritableFile> file;
-    std::unique_ptr<TableBuilder> builder;
-  };
-  Output out;
-  bool open = false;
-  std::set<uint64_t> out_refs;  // blob files the open output table points into
-  struct BlobOutput {
-    BlobFileMeta meta;
-    std::unique_ptr<WritableFile> file;
-    std::unique_ptr<BlobFileBuilder> builder;
-  };
-  BlobOutput blob;
-
-  auto new_number = [&](std::vector<uint64_t>* numbers) {
-    std::lock_guard<std::mutex> g(mu_);
-    const uint64_t number = versions_->NewFileNumber();
-    pending_outputs_.insert(number);
-    numbers->push_back(number);
-    return number;
-  };
-  auto finish_output = [&]() -> Status {
-    Status s = out.builder->Finish();
-    if (s.ok()) s = out.file->Sync();
-    Status cs = out.file->Close();
-    if (s.ok()) s = std::move(cs);
-    out.meta.file_size = out.builder->FileSize();
-    out.meta.blob_refs.assign(out_refs.begin(), out_refs.end());
-    out.meta.blob_refs_known = true;
-    out_refs.clear();
-    out.builder.reset();
-    out.file.reset();
-    open = false;
-    if (s.ok()) {
-      auto t = table_cache_->FindTable(out.meta.number, out.meta.file_size);  // readable before it is installed
-      if (!t) s = t.error();
-    }
-    if (s.ok()) result->tables.push_back(out.meta);
-    return s;
-  };
-  // A blob file is synced before the tables that point into it are installed
-  // (InstallCompaction writes the MANIFEST edit after this returns).
-  auto finish_blob = [&]() -> Status {
-    Status s = blob.builder->Finish();
-    if (s.ok()) s = blob.file->Sync();
-    Status cs = blob.file->Close();
-    if (s.ok()) s = std::move(cs);
-    if (s.ok()) MXFS_KILL_POINT("kvcore.blob.after_sync");  // complete, named by no MANIFEST edit yet
-    blob.meta.file_size = blob.builder->FileSize();
-    blob.meta.records = blob.builder->num_records();
-    blob.meta.record_bytes = blob.builder->record_bytes();
-    blob.builder.reset();
-    blob.file.reset();
-    if (s.ok()) result->blobs.push_back(blob.meta);
-    return s;
-  };
-  // Writes value into the current blob file (opening one if needed) and sets
-  // *index to the encoded blob index.
-  auto separate = [&](const Slice& user_key, const Slice& value, std::string* index) -> Status {
-    if (blob.builder && blob.builder->FileSize() >= ctx_.options.blob_file_size) MXFS_RETURN_IF_ERROR(finish_blob());
-    if (!blob.builder) {
-      const uint64_t number = new_number(&result->blob_numbers);
-      auto file = ctx_.fs->NewWritableFile(BlobFileName(ctx_.dbname, number), ctx_.file_options);
-      if (!file) return file.error();
-      blob.file = std::move(*file);
-      blob.builder = std::make_unique<BlobFileBuilder>(blob.file.get());
-      blob.meta = BlobFileMeta();
-      blob.meta.number = number;
-    }
-    BlobIndex bi;
-    bi.file_number = blob.meta.number;
-    bi.value_size = value.size();
-    MXFS_RETURN_IF_ERROR(blob.builder->Add(user_key, value, &bi.offset));
-    if (blob.builder->num_records() == 2) MXFS_KILL_POINT("kvcore.blob.mid_file");  // the file has no footer
-    index->clear();
-    bi.EncodeTo(index);
-    return Status::OK();
-  };
-  // The blob record an entry stops referencing.
-  auto count_garbage = [&](const Slice& user_key, const BlobIndex& bi) {
-    BlobGarbage& g = result->garbage[bi.file_number];
-    g.records++;
-    g.bytes += BlobRecordSize(user_key.size(), bi.value_size);
-  };
-
-  input->SeekToFirst();
-  uint64_t entries = 0;
-  Status s;
-  std::string current_user_key;
-  bool has_current_user_key = false;
-  SequenceNumber last_sequence_for_key = kMaxSequenceNumber;
-  std::string new_value, moved;
-  for (; input->Valid() && !shutting_down_.load(std::memory_order_acquire); input->Next()) {
-    const Slice key = input->key();
-    ParsedInternalKey ikey;
-    if (!ParseInternalKey(key, &ikey)) {
-      s = Status::Corruption("compaction input holds a malformed internal key " + key.ToEscaped());
-      break;
-    }
-    if (!has_current_user_key || ucmp->Compare(ikey.user_key, current_user_key) != 0) {
-      // A new user key: the only place an output file may end, so that a
-      // user key never spans two files of one level.
-      const bool stop = c->ShouldStopBefore(key);
-      if (open && (stop || out.builder->FileSize() >= c->MaxOutputFileSize())) {
-        s = finish_output();
-        if (!s.ok()) break;
-      }
-      current_user_key.assign(ikey.user_key.data(), ikey.user_key.size());
-      has_current_user_key = true;
-      last_sequence_for_key = kMaxSequenceNumber;
-    }
-    bool drop = false;
-    if (last_sequence_for_key <= smallest_snapshot) {
-      drop = true;  // a newer entry of this key is visible to every snapshot
-    } else if (ikey.type == kTypeDeletion && ikey.sequence <= smallest_snapshot &&
-               c->IsBaseLevelForKey(ikey.user_key)) {
-      drop = true;  // nothing below to hide, and no snapshot sees older entries
-    }
-    last_sequence_for_key = ikey.sequence;
-    if (column && ++entries == 100) MXFS_KILL_POINT("kvcore.column.mid_merge");  // some output written
-    if (drop) {
-      if (ikey.type == kTypeBlobIndex) {
-        BlobIndex bi;
-        s = bi.DecodeFrom(input->value());
-        if (!s.ok()) break;
-        count_garbage(ikey.user_key, bi);
-      }
-      continue;
-    }
-    Slice value = input->value();
-    std::string out_key;
-    Slice out_ikey = key;
-    uint64_t ref = 0;  // the blob file the output entry points into (0: none)
-    if (ikey.type == kTypeValue && min_blob > 0 && value.size() >= min_blob) {
-      s = separate(ikey.user_key, value, &new_value);
-      if (!s.ok()) break;
-      AppendInternalKey(&out_key, ikey.user_key, ikey.sequence, kTypeBlobIndex);
-      out_ikey = out_key;
-      value = new_value;
-      ref = blob.meta.number;
-    } else if (ikey.type == kTypeBlobIndex) {
-      BlobIndex bi;
-      s = bi.DecodeFrom(value);
-      if (!s.ok()) break;
-      ref = bi.file_number;
-      if (relocate.contains(bi.file_number)) {
-        s = blob_store_->Read(ikey.user_key, bi, &moved);
-        if (s.ok()) s = separate(ikey.user_key, moved, &new_value);
-        if (!s.ok()) break;
-        count_garbage(ikey.user_key, bi);
-        result->blob_bytes_relocated += moved.size();
-        value = new_value;
-        ref = blob.meta.number;
-      }
-    }
-    if (!open) {
-      const uint64_t number = new_number(&result->table_numbers);
-      auto file = ctx_.fs->NewWritableFile(TableFileName(ctx_.dbname, number), ctx_.file_options);
-      if (!file) {
-        s = file.error();
-        break;
-      }
-      out.file = std::move(*file);
-      out.builder = std::make_unique<TableBuilder>(ctx_.table_options, out.file.get());
-      out.meta = FileMetaData();
-      out.meta.number = number;
-      out.meta.smallest.DecodeFrom(out_ikey);
-      out.meta.smallest_seq = kMaxSequenceNumber;
-      open = true;
-    }
-    if (ref != 0) out_refs.insert(ref);
-    out.meta.largest.DecodeFrom(out_ikey);
-    out.meta.smallest_seq = std::min(out.meta.smallest_seq, ikey.sequence);
-    out.meta.largest_seq = std::max(out.meta.largest_seq, ikey.sequence);
-    out.builder->Add(out_ikey, value);
-  }
-  if (s.ok() && shutting_down_.load()) s = Status::Busy("compaction interrupted: the database is closing");
-  if (s.ok()) s = input->status();
-  if (s.ok() && blob.builder) s = finish_blob();
-  if (s.ok() && open) s = finish_output();
-  if (open) {
-    out.builder->Abandon();
-    out.builder.reset();
-    out.file->Close().IgnoreError();  // the file is removed by the caller
-    out.file.reset();
-  }
-  if (blob.builder) {
-    blob.builder.reset();
-    blob.file->Close().IgnoreError();  // likewise
-    blob.file.reset();
-  }
-  return s;
-}
-
-Status DBImpl::InstallCompaction(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec, bool column,
-                                 Status s, const CompactionOutput& out) {
-  if (!s.ok()) {
-    l.unlock();
-    for (uint64_t n : out.table_numbers) ctx_.fs->RemoveFile(TableFileName(ctx_.dbname, n)).IgnoreError();  // may not exist
-    for (uint64_t n : out.blob_numbers) ctx_.fs->RemoveFile(BlobFileName(ctx_.dbname, n)).IgnoreError();
-    l.lock();
-  }
-  uint64_t bytes_out = 0;
-  for (const auto& f : out.tables) bytes_out += f.file_size;
-  for (const auto& b : out.blobs) bytes_out += b.file_size;
-  if (s.ok()) {
-    c->AddInputDeletions(c->edit());
-    for (const auto& f : out.tables) c->edit()->AddFile(c->output_level(), f);
-    for (const auto& b : out.blobs) c->edit()->AddBlobFile(b);
-    for (const auto& [number, g] : out.garbage) c->edit()->AddBlobGarbage(number, g);
-    if (column) {
-      l.unlock();
-      MXFS_KILL_POINT("kvcore.column.before_manifest");
-      l.lock();
-    } else {
-      MXFS_KILL_POINT("kvcore.compaction.before_manifest");  // only a getenv unless armed
-      if (c->is_gc()) MXFS_KILL_POINT("kvcore.blob.gc_before_manifest");  // relocated values synced, not named
-    }
-    s = versions_->LogAndApply(c->edit(), l);
-    if (s.ok() && !column) MXFS_KILL_POINT("kvcore.compaction.after_manifest");  // inputs not yet deleted
-    if (s.ok() && c->is_gc()) MXFS_KILL_POINT("kvcore.blob.gc_after_manifest");  // the old blob file not yet deleted
-  }
-  for (uint64_t n : out.table_numbers) pending_outputs_.erase(n);
-  for (uint64_t n : out.blob_numbers) pending_outputs_.erase(n);
-  if (s.ok()) {
-    stat_compactions_++;
-    stat_compaction_bytes_read_ += rec->bytes_in;
-    stat_compaction_bytes_written_ += bytes_out;
-    if (column) stat_column_bytes_out_ += bytes_out;
-    for (const auto& b : out.blobs) {
-      stat_blob_files_++;
-      stat_blob_bytes_written_ += b.file_size;
-    }
-    stat_blob_bytes_relocated_ += out.blob_bytes_relocated;
-    rec->bytes_out = bytes_out;
-  }
-  return s;
-}
-
-void DBImpl::ColumnCompactThreadMain() {
-  SetThreadName("mxfs-colcomp");
-  // Column compaction runs behind everything else on the disk: idle class.
-  constexpr int kIoprioWhoProcess = 1, kIoprioClassIdle = 3, kIoprioClassShift = 13;
-  (void)::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, kIoprioClassIdle << kIoprioClassShift);
-  MatrixContainer* mc = nvm_->container();
+void DBImpl::Level0CompactThreadMain(Level0Compactor* lc) {
+  lc->EnterThread();
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
-    // Flushes wake us through bg_cv_; the timeout covers a receiver->compactor
-    // switch that happened inside a flush that found no room.
-    // A leveled compaction may run meanwhile (see CompactThreadMain); a
-    // manual one goes first.
+    // Flushes wake us through bg_cv_; the timeout covers L0 work that
+    // appeared without a wake-up (a switch inside a flush that found no
+    // room). A leveled compaction may run meanwhile (see
+    // CompactThreadMain); a manual one goes first.
     auto ready = [&] {
-      return bg_error_.ok() && manual_ == nullptr && leveled_done_ != column_blocked_at_ && !mc->CompactorEmpty();
+      return bg_error_.ok() && manual_ == nullptr && leveled_done_ != l0_blocked_at_ && lc->HasWork();
     };
     bg_cv_.wait_for(l, std::chrono::milliseconds(50), [&] { return shutting_down_ || ready(); });
     if (shutting_down_) break;
     if (!ready()) continue;
-    column_running_ = true;
-    Status s = ColumnCompaction(l);
-    column_running_ = false;
-    column_done_++;
-    if (!s.ok() && !shutting_down_) RecordBackgroundError(s, "column compaction");
+    l0_running_ = true;
+    bool blocked = false;
+    Status s = lc->CompactNext(this, l, &blocked);
+    if (blocked) l0_blocked_at_ = leveled_done_;
+    l0_running_ = false;
+    l0_done_++;
+    if (!s.ok() && !shutting_down_) RecordBackgroundError(s, lc->name());
     bg_cv_.notify_all();
   }
 }
 
-Status DBImpl::ColumnCompaction(std::unique_lock<std::mutex>& l) {
-  // The column is chosen with mu_ held, so that no leveled compaction picks
-  // one of its L1 tables meanwhile (busy_l1_); the container calls below take
-  // only the container's own mutex.
-  MatrixContainer* mc = nvm_->container();
-  const Comparator* ucmp = ctx_.icmp.user_comparator();
-  const std::shared_ptr<Version> v = versions_->current().shared();
-  auto lo = mc->CompactorSmallestKey();
-  if (!lo) return lo.error().IsNotFound() ? Status::OK() : lo.error();
-  const std::string lo_user = ExtractUserKey(*lo).ToString();
-  // Cut L1's key space at its tables' bounds: the column starts at the
-  // compactor's smallest key and ends at the smallest key of an L1 table,
-  // widened table by table until it holds at least min_bytes of the
-  // container. min_bytes grows with the compactor: about kColumnsPerDrain
-  // columns drain it, so each spans several L1 tables once the compactor is
-  // large (fewer, fuller output tables; one MANIFEST edit per column), but
-  // while writers wait for room (container full) the column is small, so its
-  // pages come back soon. An L1 table that a leveled compaction is reading
-  // ends the column early; if it is the first one, wait for that compaction.
-  constexpr uint64_t kColumnsPerDrain = 8;
-  const FileList& l1 = v->files(1);
-  size_t first = 0;
-  while (first < l1.size() && ucmp->Compare(l1[first]->largest.user_key(), lo_user) < 0) first++;
-  if (first < l1.size() && busy_l1_.count(l1[first]->number) != 0 &&
-      ucmp->Compare(l1[first]->smallest.user_key(), lo_user) <= 0) {
-    column_blocked_at_ = leveled_done_;
-    if (column_blocked_since_us_ == 0) column_blocked_since_us_ = NowMicros();
-    return Status::OK();
-  }
-  if (column_blocked_since_us_ != 0) {
-    stat_column_blocked_us_ += NowMicros() - column_blocked_since_us_;
-    column_blocked_since_us_ = 0;
-  }
-  const uint64_t floor_bytes = std::max<uint64_t>(ctx_.options.target_file_size_base / 2, 4096);
-  const uint64_t min_bytes =
-      nvm_->container_full.load() ? floor_bytes : std::max(floor_bytes, mc->GetStats().compactor_bytes / kColumnsPerDrain);
-  std::string hi;
-  size_t end = l1.size();
-  for (size_t j = first; j < l1.size(); j++) {
-    if (ucmp->Compare(l1[j]->smallest.user_key(), lo_user) <= 0) continue;  // the column's first table
-    std::string cand = InternalKey(l1[j]->smallest.user_key(), kMaxSequenceNumber, kValueTypeForSeek).Encode().ToString();
-    if (busy_l1_.count(l1[j]->number) != 0 || mc->ColumnBytes(Slice(), cand) >= min_bytes) {
-      hi = std::move(cand);
-      end = j;
-      break;
-    }
-  }
-  if (hi.empty()) {
-    // The rest of the compactor: up to just past its largest user key.
-    std::string largest;
-    auto cv = mc->Current();
-    for (const RowRef& r : cv->rows()) {
-      if (!r.compactor || r.start >= r.table->num_entries()) continue;
-      const Slice k = r.table->Key(r.table->num_entries() - 1);
-      if (largest.empty() || ctx_.icmp.Compare(k, largest) > 0) largest = k.ToString();
-    }
-    hi = InternalKey(ExtractUserKey(largest), 0, static_cast<ValueType>(0)).Encode().ToString();
-  }
-  const uint64_t column_bytes = mc->ColumnBytes(Slice(), hi);
-  auto c = std::make_unique<Compaction>(&ctx_, 0, v);
-  std::vector<uint64_t> l1_inputs;
-  for (size_t k = first; k < end; k++) {
-    c->mutable_inputs(1)->push_back(l1[k]);
-    l1_inputs.push_back(l1[k]->number);
-  }
-  busy_l1_.insert(l1_inputs.begin(), l1_inputs.end());
-  Level0State st;  // flushed_sequence 0: Level0::MergeState keeps the recorded one
-  st.compacted_key = hi;
-  c->edit()->SetLevel0State(st.Encode());
+bool DBImpl::L1Busy(uint64_t number) const {
+  return busy_l1_.contains(number);
+}
 
-  CompactionRecord rec;
-  const uint64_t start = NowMicros();
-  // Options.column_compaction_threads > 1 splits a column that spans several
-  // L1 tables into that many sub-ranges at L1 table bounds (whole tables per
-  // sub-range, so no user key is in two), merged in parallel into their own
-  // output tables; one MANIFEST edit installs them all.
-  const size_t ntables = end - first;
-  const size_t nsub = column_bytes >= 2 * floor_bytes
-                          ? std::min<size_t>(ntables, static_cast<size_t>(ctx_.options.column_compaction_threads))
-                          : 1;
-  Status s;
-  if (nsub <= 1) {
-    s = DoCompactionWork(c.get(), l, &rec, mc->NewColumnRowIterators(Slice(), hi));
-  } else {
-    std::vector<std::string> bounds{std::string()};  // "" : from the compacted key
-    std::vector<std::unique_ptr<Compaction>> subs;
-    for (size_t g = 0; g < nsub; g++) {
-      const size_t b = first + g * ntables / nsub, e = first + (g + 1) * ntables / nsub;
-      if (g > 0) {
-        bounds.push_back(
-            InternalKey(l1[b]->smallest.user_key(), kMaxSequenceNumber, kValueTypeForSeek).Encode().ToString());
-      }
-      subs.push_back(std::make_unique<Compaction>(&ctx_, 0, v));
-      for (size_t k = b; k < e; k++) subs.back()->mutable_inputs(1)->push_back(l1[k]);
-    }
-    bounds.push_back(hi);
-    const SequenceNumber smallest_snapshot = OldestSnapshot();
-    DescribeCompaction(c.get(), &rec);
-    std::vector<CompactionOutput> outs(nsub);
-    std::vector<Status> results(nsub);
-    auto merge = [&](size_t g) {
-      std::vector<std::unique_ptr<Iterator>> iters = mc->NewColumnRowIterators(bounds[g], bounds[g + 1]);
-      iters.push_back(versions_->MakeInputIterator(subs[g].get()));
-      std::unique_ptr<Iterator> input = NewMergingIterator(&ctx_.icmp, std::move(iters));
-      results[g] = MergeIntoTables(subs[g].get(), input.get(), true, smallest_snapshot, &outs[g]);
-    };
-    l.unlock();
-    std::vector<std::thread> helpers;
-    for (size_t g = 1; g < nsub; g++) {
-      helpers.emplace_back([&merge, g] {
-        SetThreadName("mxfs-colcomp");
-        constexpr int kIoprioWhoProcess = 1, kIoprioClassIdle = 3, kIoprioClassShift = 13;
-        (void)::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, kIoprioClassIdle << kIoprioClassShift);
-        merge(g);
-      });
-    }
-    merge(0);
-    for (std::thread& t : helpers) t.join();
-    CompactionOutput all;
-    for (size_t g = 0; g < nsub; g++) {
-      if (s.ok() && !results[g].ok()) s = results[g];
-      all.Append(std::move(outs[g]));  // sub-ranges ascend: so do the tables
-    }
-    if (s.ok()) MXFS_KILL_POINT("kvcore.column.after_sub_merges");
-    l.lock();
-    s = InstallCompaction(c.get(), l, &rec, true, std::move(s), all);
-    if (s.ok()) stat_column_parallel_++;
+void DBImpl::SetL1Busy(const std::vector<uint64_t>& numbers, bool busy) {
+  for (uint64_t n : numbers) {
+    if (busy) busy_l1_.insert(n);
+    else busy_l1_.erase(n);
   }
-  for (uint64_t n : l1_inputs) busy_l1_.erase(n);
-  if (!s.ok()) return s;
-  rec.kind = "column L0->L1";
-  rec.smallest = Slice(lo_user).ToEscaped();
-  rec.largest = ExtractUserKey(hi).ToEscaped();
-  rec.bytes_in += column_bytes;
-  l.unlock();
-  MXFS_KILL_POINT("kvcore.column.after_manifest");
-  // L1 holds the column now (the MANIFEST says so): only now free its pages.
-  s = mc->MarkColumnCompacted(hi);
-  MXFS_KILL_POINT("kvcore.column.after_free");
-  l.lock();
-  if (!s.ok()) return s.WithContext("freeing a compacted column of the matrix container");
-  versions_->ReinstallCurrent();  // readers now see the container without the column
-  const uint64_t end_us = NowMicros();
-  rec.micros = end_us - start;
-  // The drain rate for writer pacing: back-to-back columns count the gap
-  // between them too (choosing the next column is part of draining).
-  constexpr uint64_t kBackToBackMicros = 100000;
-  const uint64_t from =
-      last_column_end_us_ != 0 && start >= last_column_end_us_ && start - last_column_end_us_ < kBackToBackMicros
-          ? last_column_end_us_
-          : start;
-  pacer_.RecordDrain(column_bytes, end_us - from);
-  last_column_end_us_ = end_us;
-  stat_columns_++;
-  stat_column_bytes_in_ += column_bytes;
+}
+
+void DBImpl::L0CompactionDone(CompactionRecord rec, std::unique_lock<std::mutex>& l) {
   AddRecord(std::move(rec));
   bg_cv_.notify_all();
   DeleteObsoleteFiles(l);
-  return Status::OK();
 }
 
 void DBImpl::DeleteObsoleteFiles(std::unique_lock<std::mutex>& l) {
@@ -1554,18 +988,17 @@ Status DBImpl::Flush() {
 Status DBImpl::CompactRange(const Slice* begin, const Slice* end) {
   MXFS_RETURN_IF_ERROR(Flush());
   std::unique_lock<std::mutex> l(mu_);
-  if (nvm_) {
-    // The container is L0: compact all of it into L1, column by column
-    // (the compactor first, then the receiver after it becomes the compactor).
-    MatrixContainer* mc = nvm_->container();
+  if (Level0Compactor* lc = level0_->compactor()) {
+    // L0 compacts itself: let it move all of L0 into L1 (the container: the
+    // compactor's data first, then the receiver's once it is the compactor).
     for (int round = 0; round < 2; round++) {
       bg_cv_.notify_all();
-      bg_cv_.wait(l, [&] { return mc->CompactorEmpty() || !bg_error_.ok() || shutting_down_; });
+      bg_cv_.wait(l, [&] { return !lc->HasWork() || !bg_error_.ok() || shutting_down_; });
       MXFS_RETURN_IF_ERROR(WritableStatus());
       l.unlock();
-      auto sw = mc->SwitchReceiverToCompactor();
+      Status s = lc->MakeAllCompactable();
       l.lock();
-      if (!sw) return sw.error();
+      MXFS_RETURN_IF_ERROR(s);
     }
   }
   // Every level down to the deepest one holding the range is compacted into
@@ -1617,11 +1050,11 @@ Status DBImpl::WaitForIdle() {
   std::unique_lock<std::mutex> l(mu_);
   if (!opened_ || closed_) return Status::InvalidArgument("database " + ctx_.dbname + " is closed");
   if (ctx_.options.read_only) return Status::OK();  // no background threads
-  MatrixContainer* mc = nvm_ ? nvm_->container() : nullptr;
+  Level0Compactor* lc = level0_->compactor();
   bg_cv_.wait(l, [&] {
     return shutting_down_ || !bg_error_.ok() ||
-           (imms_.empty() && !flushing_ && !leveled_running_ && !column_running_ && manual_ == nullptr &&
-            !versions_->NeedsCompaction() && (mc == nullptr || mc->CompactorEmpty()));
+           (imms_.empty() && !flushing_ && !leveled_running_ && !l0_running_ && manual_ == nullptr &&
+            !versions_->NeedsCompaction() && (lc == nullptr || !lc->HasWork()));
   });
   if (!bg_error_.ok()) return Status::IOError("background " + bg_error_where_ + " failed: " + bg_error_.ToString());
   // A sweep that ran while the last compaction's Version was still pinned
@@ -1644,7 +1077,7 @@ Status DBImpl::Close() {
   l.unlock();
   if (flush_thread_.joinable()) flush_thread_.join();
   if (compact_thread_.joinable()) compact_thread_.join();
-  if (colcomp_thread_.joinable()) colcomp_thread_.join();
+  if (l0_compact_thread_.joinable()) l0_compact_thread_.join();
   l.lock();
   // Background work is over: sweep what its last versions left behind.
   if (!ctx_.options.read_only) DeleteObsoleteFiles(l);
@@ -1667,137 +1100,34 @@ Status DBImpl::Close() {
 
 // ---- properties ------------------------------------------------------------
 
-std::string DBImpl::LevelsString() const {
-  auto v = versions_->current();
-  std::string r = "level  files  bytes\n";
-  for (int level = 0; level < v->num_levels(); level++) {
-    char line[96];
-    std::snprintf(line, sizeof(line), "L%-5d %5d  %llu\n", level, v->NumFiles(level),
-                  static_cast<unsigned long long>(v->NumBytes(level)));
-    r += line;
-  }
-  return r;
-}
-
-std::string DBImpl::ContainerString() const {
-  if (!nvm_) return "no NVM pool configured: L0 is SSTables on the SSD\n";
-  const ContainerStats st = nvm_->container()->GetStats();
-  const PmWal& wal = *nvm_->wal();
-  std::string r;
-  r += "pool " + nvm_->pool()->path() + " (" + Num(nvm_->pool()->size()) + " bytes, " +
-       nvm_->pool()->GranularityName() + " granularity, uuid " + UuidToString(nvm_->pool()->header().uuid) + ")\n";
-  r += "container.capacity " + Num(nvm_->pool()->header().container_size) + "\n";
-  r += "receiver.rows " + Num(uint64_t{st.receiver_rows}) + "\n";
-  r += "receiver.bytes " + Num(st.receiver_bytes) + "\n";
-  r += "receiver.pages " + Num(uint64_t{st.receiver_pages}) + "\n";
-  r += "compactor.rows " + Num(uint64_t{st.compactor_rows}) + "\n";
-  r += "compactor.bytes " + Num(st.compactor_bytes) + "\n";
-  r += "rows " + Num(uint64_t{st.receiver_rows} + st.compactor_rows) + "\n";
-  r += "bytes " + Num(st.receiver_bytes + st.compactor_bytes) + "\n";
-  r += "pages.total " + Num(uint64_t{st.pages_total}) + "\n";
-  r += "pages.used " + Num(uint64_t{st.pages_used}) + "\n";
-  r += "pages.free " + Num(uint64_t{st.pages_free}) + "\n";
-  r += "columns.compacted " + Num(st.columns_compacted) + "\n";
-  r += "switches " + Num(st.switches) + "\n";
-  r += "compacted.key " + ExtractUserKeyIfInternal(st.compacted_key) + "\n";
-  r += "container.full " + std::string(nvm_->container_full.load() ? "yes" : "no") + "\n";
-  r += "wal.capacity " + Num(wal.capacity()) + "\n";
-  r += "wal.bytes.used " + Num(wal.BytesUsed()) + "\n";
-  r += "wal.records " + Num(wal.NumRecords()) + "\n";
-  return r;
-}
-
-std::string DBImpl::StatsString() const {
-  const uint64_t ssd = stat_flush_bytes_ + stat_compaction_bytes_written_;
-  const double wa = stat_user_bytes_ ? static_cast<double>(ssd) / static_cast<double>(stat_user_bytes_) : 0.0;
-  std::string r;
-  r += "records.written " + Num(stat_records_) + "\n";
-  r += "batches.written " + Num(stat_batches_) + "\n";
-  r += "write.groups " + Num(stat_groups_) + "\n";
-  r += "wal.syncs " + Num(stat_syncs_) + "\n";
-  r += "wal.bytes " + Num(stat_wal_bytes_) + "\n";
-  r += "gets " + Num(stat_gets_.load()) + "\n";
-  r += "user.bytes.written " + Num(stat_user_bytes_) + "\n";
-  r += "flushes " + Num(stat_flushes_) + "\n";
-  r += "flush.bytes.written " + Num(stat_flush_bytes_) + "\n";
-  r += "compactions " + Num(stat_compactions_) + "\n";
-  r += "trivial.moves " + Num(stat_trivial_moves_) + "\n";
-  r += "compaction.bytes.read " + Num(stat_compaction_bytes_read_) + "\n";
-  r += "compaction.bytes.written " + Num(stat_compaction_bytes_written_) + "\n";
-  r += "ssd.bytes.written " + Num(ssd) + "\n";
-  r += "write.amplification " + Num(wa) + "\n";
-  r += "stall.micros.l0-slowdown " + Num(stall_slowdown_us_) + "\n";
-  r += "stall.micros.l0-stop " + Num(stall_stop_us_) + "\n";
-  r += "stall.micros.memtable-full " + Num(stall_memtable_us_) + "\n";
-  r += "stall.micros.container-full " + Num(stall_container_us_) + "\n";
-  r += "stall.micros.write-pacing " + Num(stall_pacing_us_) + "\n";
-  r += "stall.micros.total " + Num(stall_slowdown_us_ + stall_stop_us_ + stall_memtable_us_ + stall_container_us_ +
-                                  stall_pacing_us_) +
-       "\n";
-  r += "nvm.flush.bytes.written " + Num(stat_nvm_flush_bytes_) + "\n";
-  r += "column.compactions " + Num(stat_columns_) + "\n";
-  r += "column.bytes.read.nvm " + Num(stat_column_bytes_in_) + "\n";
-  r += "column.bytes.written " + Num(stat_column_bytes_out_) + "\n";
-  r += "column.blocked.micros " + Num(stat_column_blocked_us_) + "\n";
-  r += "column.parallel " + Num(stat_column_parallel_) + "\n";
-  {
-    uint64_t files = 0, bytes = 0, garbage = 0;
-    const auto v = versions_->current();
-    for (const auto& [number, b] : v->blob_files()) {
-      files++;
-      bytes += b->meta.record_bytes;
-      garbage += b->garbage.bytes;
-    }
-    r += "blob.files " + Num(files) + "\n";
-    r += "blob.bytes " + Num(bytes) + "\n";
-    r += "blob.garbage.bytes " + Num(garbage) + "\n";
-    r += "blob.files.written " + Num(stat_blob_files_) + "\n";
-    r += "blob.bytes.written " + Num(stat_blob_bytes_written_) + "\n";
-    r += "blob.bytes.relocated " + Num(stat_blob_bytes_relocated_) + "\n";
-    r += "blob.gc.compactions " + Num(stat_gc_compactions_) + "\n";
-    r += "blob.gc.score " + Num(v->gc_score()) + "\n";
-  }
-  r += "memtables.immutable " + Num(static_cast<uint64_t>(imms_.size())) + "\n";
-  r += "last.sequence " + Num(versions_->LastSequence()) + "\n";
-  r += "levels " + versions_->LevelSummary() + "\n";
-  if (ctx_.block_cache) {
-    r += "block.cache.hits " + Num(ctx_.block_cache->Hits()) + "\n";
-    r += "block.cache.misses " + Num(ctx_.block_cache->Misses()) + "\n";
-    r += "block.cache.usage " + Num(static_cast<uint64_t>(ctx_.block_cache->Usage())) + "\n";
-  }
-  r += "background.error " +
-       (bg_error_.ok() ? std::string("none") : bg_error_where_ + ": " + bg_error_.ToString()) + "\n";
-  return r;
-}
-
 bool DBImpl::GetProperty(std::string_view name, std::string* value) {
   std::lock_guard<std::mutex> g(mu_);
   constexpr std::string_view kPrefix = "matrixkv.";
   if (!name.starts_with(kPrefix)) return false;
   std::string_view p = name.substr(kPrefix.size());
-  const uint64_t ssd = stat_flush_bytes_ + stat_compaction_bytes_written_;
+  const CompactionStats& cs = runner_->stats();
   if (p == "stats") {
-    *value = StatsString();
-  } else if (p == "levels") {
-    *value = LevelsString();
-  } else if (p == "container") {
-    *value = ContainerString();
-  } else if (p == "blob-files") {
-    std::string r = "number  records  record_bytes  garbage_records  garbage_bytes  garbage_ratio  file_size\n";
+    StatsInputs in;
+    in.compactions = &cs;
+    if (const Level0Compactor* lc = level0_->compactor()) in.level0 = lc->stats();
     const auto v = versions_->current();
-    for (const auto& [number, b] : v->blob_files()) {
-      r += Num(number) + "  " + Num(b->meta.records) + "  " + Num(b->meta.record_bytes) + "  " +
-           Num(b->garbage.records) + "  " + Num(b->garbage.bytes) + "  " + Num(b->GarbageRatio()) + "  " +
-           Num(b->meta.file_size) + "\n";
-    }
-    *value = r;
+    in.current = v.get();
+    in.last_sequence = versions_->LastSequence();
+    in.level_summary = versions_->LevelSummary();
+    in.immutables = imms_.size();
+    in.block_cache = ctx_.block_cache.get();
+    in.background_error = bg_error_.ok() ? std::string("none") : bg_error_where_ + ": " + bg_error_.ToString();
+    *value = StatsText(stats_, in);
+  } else if (p == "levels") {
+    const auto v = versions_->current();
+    *value = LevelsText(*v);
+  } else if (p == "container") {
+    *value = level0_->Describe();
+  } else if (p == "blob-files") {
+    const auto v = versions_->current();
+    *value = BlobFilesText(*v);
   } else if (p == "compactions") {
-    std::string r = "kind  smallest  largest  bytes_in  bytes_out  micros\n";
-    for (const auto& c : recent_) {
-      r += c.kind + "  " + c.smallest + "  " + c.largest + "  " + Num(c.bytes_in) + "  " + Num(c.bytes_out) +
-           "  " + Num(c.micros) + "\n";
-    }
-    *value = r;
+    *value = CompactionsText(recent_);
   } else if (p.starts_with("num-files-at-level")) {
     std::string_view n = p.substr(std::string_view("num-files-at-level").size());
     if (n.empty() || n.size() > 2 || n.find_first_not_of("0123456789") != std::string_view::npos) return false;
@@ -1806,13 +1136,13 @@ bool DBImpl::GetProperty(std::string_view name, std::string* value) {
     const auto v = versions_->current();
     *value = std::to_string(v->NumFiles(level));
   } else if (p == "write-amp") {
-    *value = Num(stat_user_bytes_ ? static_cast<double>(ssd) / static_cast<double>(stat_user_bytes_) : 0.0);
+    *value = FormatRatio(stats_.WriteAmp(cs));
   } else if (p == "stall-micros") {
-    *value = Num(stall_slowdown_us_ + stall_stop_us_ + stall_memtable_us_ + stall_container_us_ + stall_pacing_us_);
+    *value = std::to_string(stats_.StallMicros());
   } else if (p == "bytes-written-ssd") {
-    *value = Num(ssd);
+    *value = std::to_string(stats_.SsdBytes(cs));
   } else if (p == "user-bytes-written") {
-    *value = Num(stat_user_bytes_);
+    *value = std::to_string(stats_.user_bytes);
   } else {
     return false;
   }

@@ -8,8 +8,13 @@
 //
 // Background: the flush thread (mxfs-flush) turns immutable memtables into
 // L0 through Level0; the compaction thread (mxfs-compact) runs leveled
-// compactions. A background error is sticky: the DB becomes read-only and
-// every write returns ReadOnly naming the cause; "matrixkv.stats" shows it.
+// compactions; an L0 with a compactor of its own (the container's column
+// compaction) gets a third thread that runs it (Level0Compactor), beside
+// leveled compaction but never on the same L1 table (busy_l1_; DBImpl is
+// the compactor's CompactionHost). Both kinds merge and install through one
+// CompactionRunner. A background error is sticky: the DB becomes read-only
+// and every write returns ReadOnly naming the cause; "matrixkv.stats" shows
+// it.
 //
 // Lock order: DBImpl::mu_ before TableCache/BlockCache internal mutexes.
 // mu_ is never held across file I/O: LogAndApply, table building, WAL
@@ -31,8 +36,9 @@
 #include <vector>
 
 #include "kvcore/blob_store.h"
-#include "kvcore/container_pacer.h"
+#include "kvcore/compaction_runner.h"
 #include "kvcore/db_context.h"
+#include "kvcore/db_stats.h"
 #include "kvcore/include/db.h"
 #include "kvcore/level0.h"
 #include "kvcore/memtable.h"
@@ -44,10 +50,7 @@
 
 namespace mxfs {
 
-// Checks every option: InvalidArgument naming the option and its value.
-[[nodiscard]] Status ValidateOptions(const Options& options);
-
-class DBImpl final : public DB {
+class DBImpl final : public DB, private CompactionHost {
  public:
   DBImpl(const Options& options, const std::string& dbname);
   ~DBImpl() override;
@@ -72,11 +75,6 @@ class DBImpl final : public DB {
   struct Writer;
   struct ManualCompaction;
   class SnapshotImpl;
-  struct CompactionRecord {
-    std::string kind;
-    std::string smallest, largest;  // user keys, escaped
-    uint64_t bytes_in = 0, bytes_out = 0, micros = 0;
-  };
 
   Status OpenLocked(std::unique_lock<std::mutex>& l);
   Status RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* max_sequence);
@@ -86,13 +84,8 @@ class DBImpl final : public DB {
   Status NewLog(std::unique_lock<std::mutex>* l, uint64_t* number, std::unique_ptr<WalWriter>* log);
   Status WriteImpl(const WriteOptions& options, WriteBatch* batch);  // batch nullptr: force a memtable switch
   Status MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force);
-  // With a pool: how long a writer ahead of the pending flush waits (mu_).
-  uint64_t PacingDelayMicros() const;
-  // With a pool: the rate (bytes/us) writers may keep while the container is
-  // close to full, 0 when unlimited (ContainerPacer; mu_).
-  double ContainerPaceRate() const;
-  // How long the leader waits for the container's pace now (mu_).
-  uint64_t ContainerPaceDelay() const;
+  // The memtables as Level0's writer pacing sees them (mu_ held).
+  MemTableLoad Load() const;
   WriteBatch* BuildBatchGroup(Writer** last_writer, bool* sync);
   Status WritableStatus() const;  // OK or why writes are refused (mu_ held)
   void RecordBackgroundError(const Status& s, const char* where);
@@ -100,41 +93,17 @@ class DBImpl final : public DB {
   void CompactThreadMain();
   Status FlushOldestMemTable(std::unique_lock<std::mutex>& l);
   Status BackgroundCompaction(std::unique_lock<std::mutex>& l);
-  // extra: further inputs merged with c's files (a column of the container).
-  Status DoCompactionWork(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec,
-                          std::vector<std::unique_ptr<Iterator>> extra = {});
-  // The parts of DoCompactionWork. DescribeCompaction: rec's input bytes and
-  // key range (mu_ held). MergeIntoTables (without mu_): input into new
-  // tables of c's output level, appended to outputs; every file number it
-  // used goes to numbers (also on failure). InstallCompaction (mu_ held):
-  // with s ok, one MANIFEST edit deletes c's inputs and adds outputs; else
-  // the files in numbers are removed; returns the final status.
-  // What a compaction wrote: tables, blob files (with every number used, so
-  // a failure can remove them) and the blob records it stopped referencing.
-  struct CompactionOutput {
-    std::vector<FileMetaData> tables;
-    std::vector<uint64_t> table_numbers;
-    std::vector<BlobFileMeta> blobs;
-    std::vector<uint64_t> blob_numbers;
-    std::map<uint64_t, BlobGarbage> garbage;
-    uint64_t blob_bytes_relocated = 0;
-    void Append(CompactionOutput&& o);
-  };
-  void DescribeCompaction(Compaction* c, CompactionRecord* rec) const;
-  Status MergeIntoTables(Compaction* c, Iterator* input, bool column, SequenceNumber smallest_snapshot,
-                         CompactionOutput* out);
-  Status InstallCompaction(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec, bool column,
-                           Status s, const CompactionOutput& out);
-  void ColumnCompactThreadMain();
-  // One column compaction: the next key range of the container's compactor
-  // merged with the overlapping L1 tables into new L1 tables.
-  Status ColumnCompaction(std::unique_lock<std::mutex>& l);
-  std::string ContainerString() const;
+  // Runs lc's compactions (the thread of an L0 with its own compactor).
+  void Level0CompactThreadMain(Level0Compactor* lc);
   void DeleteObsoleteFiles(std::unique_lock<std::mutex>& l);
-  SequenceNumber OldestSnapshot() const;
+  // CompactionHost (mu_ held).
+  VersionSet* versions() override { return versions_.get(); }
+  CompactionRunner* runner() override { return runner_.get(); }
+  SequenceNumber OldestSnapshot() const override;
+  bool L1Busy(uint64_t number) const override;
+  void SetL1Busy(const std::vector<uint64_t>& numbers, bool busy) override;
+  void L0CompactionDone(CompactionRecord rec, std::unique_lock<std::mutex>& l) override;
   void AddRecord(CompactionRecord rec);
-  std::string StatsString() const;
-  std::string LevelsString() const;
 
   DbContext ctx_;
   std::unique_ptr<NvmBackend> nvm_;  // nullptr without Options.nvm_path
@@ -148,6 +117,7 @@ class DBImpl final : public DB {
   mutable std::mutex mu_;
   std::condition_variable bg_cv_;  // background progress, errors, shutdown
   std::unique_ptr<VersionSet> versions_;
+  std::unique_ptr<CompactionRunner> runner_;
   std::shared_ptr<MemTable> mem_;
   std::deque<std::shared_ptr<MemTable>> imms_;  // oldest first
   std::unique_ptr<WalWriter> log_;              // used by the leader outside mu_
@@ -166,42 +136,19 @@ class DBImpl final : public DB {
   bool flushing_ = false;
   std::thread flush_thread_;
   std::thread compact_thread_;
-  std::thread colcomp_thread_;
-  bool leveled_running_ = false;  // a leveled compaction runs (mu_)
-  bool column_running_ = false;   // a column compaction runs (mu_)
-  // L1 tables that a running compaction (leveled or column) reads: the two
+  std::thread l0_compact_thread_;  // with Level0::compactor()
+  bool leveled_running_ = false;   // a leveled compaction runs (mu_)
+  bool l0_running_ = false;        // an L0 compaction (Level0Compactor) runs (mu_)
+  // L1 tables that a running compaction (leveled or L0) reads: the two
   // kinds run side by side but never share an L1 input (mu_).
   std::set<uint64_t> busy_l1_;
-  // Bumped when a leveled / column compaction ends (mu_): a thread that
-  // found its inputs busy waits for the other kind's counter to move.
-  uint64_t leveled_done_ = 0, column_done_ = 0;
-  uint64_t leveled_blocked_at_ = UINT64_MAX, column_blocked_at_ = UINT64_MAX;
+  // Bumped when a leveled / L0 compaction ends (mu_): a thread that found
+  // its inputs busy waits for the other kind's counter to move.
+  uint64_t leveled_done_ = 0, l0_done_ = 0;
+  uint64_t leveled_blocked_at_ = UINT64_MAX, l0_blocked_at_ = UINT64_MAX;
 
-  // Statistics (mu_ unless atomic).
-  std::atomic<uint64_t> stat_gets_{0};
-  uint64_t stat_records_ = 0, stat_batches_ = 0, stat_groups_ = 0, stat_syncs_ = 0;
-  uint64_t stat_user_bytes_ = 0, stat_wal_bytes_ = 0;
-  uint64_t stat_flush_bytes_ = 0, stat_flushes_ = 0;
-  uint64_t stat_compaction_bytes_read_ = 0, stat_compaction_bytes_written_ = 0, stat_compactions_ = 0,
-           stat_trivial_moves_ = 0;
-  uint64_t stat_blob_files_ = 0, stat_blob_bytes_written_ = 0, stat_blob_bytes_relocated_ = 0;
-  uint64_t stat_gc_compactions_ = 0;  // blob GC compactions (background and manual)
-  uint64_t stall_slowdown_us_ = 0, stall_stop_us_ = 0, stall_memtable_us_ = 0, stall_container_us_ = 0;
-  uint64_t stall_pacing_us_ = 0;
-  // Write pacing with a pool (mu_): when the last memtable was switched, and
-  // a moving average of how long a flush takes.
-  uint64_t last_switch_us_ = 0;
-  double flush_est_us_ = 0;
-  // Container pacing (mu_): the drain rate of column compaction and the
-  // writers' virtual clock; when the last column compaction ended.
-  ContainerPacer pacer_;
-  uint64_t last_column_end_us_ = 0;
-  uint64_t stat_nvm_flush_bytes_ = 0, stat_columns_ = 0, stat_column_bytes_in_ = 0;
-  uint64_t stat_column_bytes_out_ = 0;  // L1 bytes column compactions wrote (part of compaction.bytes.written)
-  // Time column compaction waited for a leveled compaction that held the
-  // L1 table its next column starts in (mu_).
-  uint64_t stat_column_blocked_us_ = 0, column_blocked_since_us_ = 0;
-  uint64_t stat_column_parallel_ = 0;  // columns merged as parallel sub-ranges
+  DbStats stats_;  // mu_ (gets: atomic)
+  uint64_t last_switch_us_ = 0;  // when the active memtable was switched in (mu_)
   std::deque<CompactionRecord> recent_;
 };
 

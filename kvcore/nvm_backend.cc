@@ -79,7 +79,7 @@ Status NvmBackend::Open(bool new_db) {
     // max_write_buffer_number of them) plus a little slack: its space comes
     // back as soon as a memtable is in a row, so a few memtables' worth
     // suffices. It takes at most a quarter of the pool (a WAL more than half
-    // full switches the memtable early, see DBImpl::MakeRoomForWrite); the
+    // full switches the memtable early, see PmWalStore::WantsEarlySwitch); the
     // container gets the rest. GetProperty("matrixkv.container") shows the
     // split (wal.capacity, container.capacity).
     const uint64_t wbs = static_cast<uint64_t>(o.write_buffer_size);
@@ -194,125 +194,16 @@ class PmWalStore final : public WalStore {
   }
   Status RemoveLog(uint64_t) override { return Status::OK(); }
   std::string LogName(uint64_t) const override { return "PM WAL of pool " + nvm_->pool()->path(); }
+  bool WantsEarlySwitch() const override { return nvm_->wal()->BytesUsed() > nvm_->wal()->capacity() / 2; }
+  // The flushed memtable is in a row now: its WAL records may go.
+  void ReleaseFlushed(uint64_t max_sequence) override { nvm_->wal()->ReleaseUpTo(max_sequence); }
 
  private:
-  NvmBackend* nvm_;
-};
-
-// ---- Level0 ----------------------------------------------------------------
-
-class ContainerLevel0 final : public Level0 {
- public:
-  ContainerLevel0(const DbContext* ctx, NvmBackend* nvm) : ctx_(ctx), nvm_(nvm) {}
-
-  Status WriteMemTable(Iterator* iter, uint64_t /*file_number*/, VersionEdit* edit, FlushResult* result) override {
-    uint64_t max_seq = 0, entries = 0, bytes = 0;
-    for (iter->SeekToFirst(); iter->Valid(); iter->Next()) {
-      max_seq = std::max(max_seq, ExtractTrailer(iter->key()) >> 8);
-      entries++;
-      bytes += iter->key().size() + iter->value().size();
-    }
-    MXFS_RETURN_IF_ERROR(iter->status());
-    if (entries == 0) return Status::OK();
-    MatrixContainer* mc = nvm_->container();
-    while (true) {
-      auto row = mc->AddRow(iter, max_seq, &result->nvm_bytes);
-      if (row) {
-        nvm_->container_full = false;
-        break;
-      }
-      if (!row.error().IsBusy()) return row.error();
-      // The container is full: column compaction makes room. Building the
-      // row again costs a copy of the whole memtable, so wait (cheaply, on
-      // the allocator's counters) until at least the row's data pages are
-      // free or another column has been compacted since this attempt.
-      if (!nvm_->container_full.exchange(true)) nvm_->container_full_episodes++;
-      const uint64_t columns = mc->ColumnsCompacted();
-      const uint64_t free_then = mc->allocator().free_pages();
-      const uint64_t want_pages = bytes / kPoolPageSize + bytes / kPoolPageSize / 8 + 1;
-      while (true) {
-        if (nvm_->wake_compactor) nvm_->wake_compactor();
-        if (nvm_->stopping.load()) return row.error();
-        if (nvm_->failed.load()) {
-          return row.error().WithContext("no column compaction after a background error will make room");
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        const uint64_t free_now = mc->allocator().free_pages();
-        if (mc->ColumnsCompacted() != columns || (free_now > free_then && free_now >= want_pages)) break;
-      }
-    }
-    result->entries = entries;
-    result->max_sequence = max_seq;
-    result->bytes_written = 0;  // nothing on the SSD
-    // DBImpl carries the compacted key over from the current state.
-    Level0State st;
-    st.flushed_sequence = max_seq;
-    edit->SetLevel0State(st.Encode());
-    return Status::OK();
-  }
-
-  Status Get(const Version& v, const ReadOptions&, const LookupKey& key, std::string* value, bool* found,
-             bool* deleted) override {
-    // v keeps its container version alive: no reference taken per lookup.
-    const auto* cv = static_cast<const ContainerVersion*>(v.level0_pin().get());
-    if (cv == nullptr) return Status::OK();
-    const Comparator* ucmp = ctx_->icmp.user_comparator();
-    const Slice user = key.user_key();
-    Status s;
-    cv->Get(key.internal_key(), [&](const Slice& k, const Slice& val) {
-      ParsedInternalKey p;
-      if (!ParseInternalKey(k, &p)) {
-        s = Status::Corruption("matrix container holds a malformed internal key " + k.ToEscaped());
-        return true;
-      }
-      if (ucmp->Compare(p.user_key, user) != 0) return false;
-      *found = true;
-      *deleted = p.type == kTypeDeletion;
-      if (!*deleted) value->assign(val.data(), val.size());
-      return true;
-    });
-    return s;
-  }
-
-  std::string MergeState(const std::string& old, const std::string& update) const override {
-    Level0State o, u;
-    if (!u.Decode(update).ok()) return update;
-    if (o.Decode(old).ok()) {
-      u.flushed_sequence = std::max(u.flushed_sequence, o.flushed_sequence);
-      if (u.compacted_key.empty()) u.compacted_key = o.compacted_key;
-    }
-    return u.Encode();
-  }
-
-  void AddIterators(const Version& v, const ReadOptions&, std::vector<std::unique_ptr<Iterator>>* iters) override {
-    auto cv = std::static_pointer_cast<const ContainerVersion>(v.level0_pin());
-    if (!cv) return;
-    for (const RowRef& r : cv->rows()) {
-      auto it = std::make_unique<RowTableIterator>(r.table.get(), r.start, r.table->num_entries());
-      it->RegisterCleanup([cv] {});
-      iters->push_back(std::move(it));
-    }
-  }
-
-  int NumRuns(const Version&) const override { return 0; }
-  double CompactionScore(const Version&) const override { return 0; }
-  std::unique_ptr<Compaction> PickCompaction(VersionSet*, const std::shared_ptr<Version>&) override { return nullptr; }
-  std::shared_ptr<const void> Pin() const override {
-    if (!nvm_->is_open()) return nullptr;
-    return nvm_->container()->Current().shared();
-  }
-
- private:
-  const DbContext* ctx_;
   NvmBackend* nvm_;
 };
 
 }  // namespace
 
 std::unique_ptr<WalStore> NewPmWalStore(NvmBackend* nvm) { return std::make_unique<PmWalStore>(nvm); }
-
-std::unique_ptr<Level0> NewContainerLevel0(const DbContext* ctx, NvmBackend* nvm) {
-  return std::make_unique<ContainerLevel0>(ctx, nvm);
-}
 
 }  // namespace mxfs

@@ -1,8 +1,10 @@
 // NvmBackend: the engine's persistent-memory side when Options.nvm_path is
 // set: the pool (nvm/pool.h), the PM write-ahead log (nvm/pm_wal.h) and the
-// matrix container that serves as L0 (nvm/matrix_container.h), plus the two
-// adapters DBImpl plugs in instead of the SSD ones: a WalStore over the PM
-// WAL and a Level0 over the container.
+// matrix container that serves as L0 (nvm/matrix_container.h). DBImpl plugs
+// in two adapters over it instead of the SSD ones: PmWalStore (declared
+// here, a WalStore over the PM WAL) and ContainerLevel0
+// (container_level0.h, a Level0 over the container, with its column
+// compactor).
 //
 // Pool and database directory belong together: at creation a fresh UUID is
 // written into the pool header and into the file POOL-IDENTITY in the
@@ -36,7 +38,6 @@
 #include <string>
 
 #include "base/status.h"
-#include "kvcore/level0.h"
 #include "kvcore/wal_store.h"
 #include "nvm/matrix_container.h"
 #include "nvm/pm_wal.h"
@@ -92,12 +93,9 @@ class NvmBackend {
   std::unique_ptr<MatrixContainer> container_;
 };
 
-// A WalStore over the backend's PM WAL (see above).
+// A WalStore over the backend's PM WAL (see above): no numbered logs (DBImpl
+// replays the PM WAL through the backend), space released by sequence after
+// each flush, an early memtable switch when the log is more than half full.
 std::unique_ptr<WalStore> NewPmWalStore(NvmBackend* nvm);
-// A Level0 over the backend's matrix container: flush adds a row (waiting
-// while the container is full), reads go through the container version
-// pinned by each Version (Level0::Pin), and PickCompaction returns nothing
-// (column compaction has its own thread in DBImpl).
-std::unique_ptr<Level0> NewContainerLevel0(const DbContext* ctx, NvmBackend* nvm);
 
 }  // namespace mxfs

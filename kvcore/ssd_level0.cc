@@ -95,6 +95,8 @@ class SsdLevel0 final : public Level0 {
     return vset->PickLeveledCompaction(0, v);
   }
 
+  std::string Describe() const override { return "no NVM pool configured: L0 is SSTables on the SSD\n"; }
+
  private:
   const DbContext* ctx_;
 };

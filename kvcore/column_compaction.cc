@@ -1,0 +1,199 @@
+#include "kvcore/column_compaction.h"
+
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/logging.h"
+#include "kvcore/background.h"
+#include "kvcore/compaction_runner.h"
+#include "kvcore/container_pacer.h"
+#include "kvcore/db_context.h"
+#include "kvcore/merger.h"
+#include "kvcore/nvm_backend.h"
+#include "kvcore/version_set.h"
+#include "nvm/kill_point.h"
+
+namespace mxfs {
+
+namespace {
+
+// About this many columns drain the compactor (see the header).
+constexpr uint64_t kColumnsPerDrain = 8;
+// Columns starting closer than this to the previous one's end are back to
+// back: the drain rate counts the gap between them.
+constexpr uint64_t kBackToBackMicros = 100000;
+
+// The internal key before every entry of user_key.
+std::string SeekKey(const Slice& user_key) {
+  return InternalKey(user_key, kMaxSequenceNumber, kValueTypeForSeek).Encode().ToString();
+}
+
+}  // namespace
+
+void ColumnCompactor::EnterThread() const {
+  SetThreadName(thread_name());
+  // Column compaction runs behind everything else on the disk.
+  SetIoPriority(IoPriority::kIdle);
+}
+
+bool ColumnCompactor::HasWork() const { return !nvm_->container()->CompactorEmpty(); }
+
+Status ColumnCompactor::MakeAllCompactable() {
+  auto sw = nvm_->container()->SwitchReceiverToCompactor();
+  if (!sw) return sw.error();
+  return Status::OK();
+}
+
+Level0CompactionStats ColumnCompactor::stats() const {
+  return stats_;
+}
+
+Status ColumnCompactor::CompactNext(CompactionHost* host, std::unique_lock<std::mutex>& l, bool* blocked) {
+  // The column is chosen with the DB mutex held, so that no leveled
+  // compaction picks one of its L1 tables meanwhile (L1Busy); the container
+  // calls below take only the container's own mutex.
+  *blocked = false;
+  MatrixContainer* mc = nvm_->container();
+  VersionSet* versions = host->versions();
+  CompactionRunner* runner = host->runner();
+  const Comparator* ucmp = ctx_->icmp.user_comparator();
+  const std::shared_ptr<Version> v = versions->current().shared();
+  auto lo = mc->CompactorSmallestKey();
+  if (!lo) return lo.error().IsNotFound() ? Status::OK() : lo.error();
+  const std::string lo_user = ExtractUserKey(*lo).ToString();
+  const FileList& l1 = v->files(1);
+  size_t first = 0;
+  while (first < l1.size() && ucmp->Compare(l1[first]->largest.user_key(), lo_user) < 0) first++;
+  if (first < l1.size() && host->L1Busy(l1[first]->number) &&
+      ucmp->Compare(l1[first]->smallest.user_key(), lo_user) <= 0) {
+    *blocked = true;
+    if (blocked_since_us_ == 0) blocked_since_us_ = NowMicros();
+    return Status::OK();
+  }
+  if (blocked_since_us_ != 0) {
+    stats_.blocked_micros += NowMicros() - blocked_since_us_;
+    blocked_since_us_ = 0;
+  }
+  const uint64_t floor_bytes = std::max<uint64_t>(ctx_->options.target_file_size_base / 2, 4096);
+  const uint64_t min_bytes = nvm_->container_full.load()
+                                 ? floor_bytes
+                                 : std::max(floor_bytes, mc->GetStats().compactor_bytes / kColumnsPerDrain);
+  std::string hi;
+  size_t end = l1.size();
+  for (size_t j = first; j < l1.size(); j++) {
+    if (ucmp->Compare(l1[j]->smallest.user_key(), lo_user) <= 0) continue;  // the column's first table
+    std::string cand = SeekKey(l1[j]->smallest.user_key());
+    if (host->L1Busy(l1[j]->number) || mc->ColumnBytes(Slice(), cand) >= min_bytes) {
+      hi = std::move(cand);
+      end = j;
+      break;
+    }
+  }
+  if (hi.empty()) {
+    // The rest of the compactor: up to just past its largest user key.
+    std::string largest;
+    auto cv = mc->Current();
+    for (const RowRef& r : cv->rows()) {
+      if (!r.compactor || r.start >= r.table->num_entries()) continue;
+      const Slice k = r.table->Key(r.table->num_entries() - 1);
+      if (largest.empty() || ctx_->icmp.Compare(k, largest) > 0) largest = k.ToString();
+    }
+    hi = InternalKey(ExtractUserKey(largest), 0, static_cast<ValueType>(0)).Encode().ToString();
+  }
+  const uint64_t column_bytes = mc->ColumnBytes(Slice(), hi);
+  auto c = std::make_unique<Compaction>(ctx_, 0, v);
+  std::vector<uint64_t> l1_inputs;
+  for (size_t k = first; k < end; k++) {
+    c->mutable_inputs(1)->push_back(l1[k]);
+    l1_inputs.push_back(l1[k]->number);
+  }
+  host->SetL1Busy(l1_inputs, true);
+  Level0State st;  // flushed_sequence 0: Level0::MergeState keeps the recorded one
+  st.compacted_key = hi;
+  c->edit()->SetLevel0State(st.Encode());
+
+  CompactionRecord rec;
+  const uint64_t start = NowMicros();
+  const size_t ntables = end - first;
+  const size_t nsub = column_bytes >= 2 * floor_bytes
+                          ? std::min<size_t>(ntables, static_cast<size_t>(ctx_->options.column_compaction_threads))
+                          : 1;
+  Status s;
+  if (nsub <= 1) {
+    s = runner->Run(c.get(), l, host->OldestSnapshot(), &rec, mc->NewColumnRowIterators(Slice(), hi));
+  } else {
+    // Sub-range g covers the L1 tables [b, e) and the column's keys from
+    // bounds[g] ("": from the compacted key) to bounds[g + 1].
+    std::vector<std::string> bounds{std::string()};
+    std::vector<std::unique_ptr<Compaction>> subs;
+    for (size_t g = 0; g < nsub; g++) {
+      const size_t b = first + g * ntables / nsub, e = first + (g + 1) * ntables / nsub;
+      if (g > 0) bounds.push_back(SeekKey(l1[b]->smallest.user_key()));
+      subs.push_back(std::make_unique<Compaction>(ctx_, 0, v));
+      for (size_t k = b; k < e; k++) subs.back()->mutable_inputs(1)->push_back(l1[k]);
+    }
+    bounds.push_back(hi);
+    const SequenceNumber smallest_snapshot = host->OldestSnapshot();
+    runner->Describe(c.get(), &rec);
+    std::vector<CompactionOutput> outs(nsub);
+    std::vector<Status> results(nsub);
+    auto merge = [&](size_t g) {
+      std::vector<std::unique_ptr<Iterator>> iters = mc->NewColumnRowIterators(bounds[g], bounds[g + 1]);
+      iters.push_back(versions->MakeInputIterator(subs[g].get()));
+      std::unique_ptr<Iterator> input = NewMergingIterator(&ctx_->icmp, std::move(iters));
+      results[g] = runner->Merge(subs[g].get(), input.get(), true, smallest_snapshot, &outs[g]);
+    };
+    l.unlock();
+    std::vector<std::thread> helpers;
+    for (size_t g = 1; g < nsub; g++) {
+      helpers.emplace_back([this, &merge, g] {
+        EnterThread();
+        merge(g);
+      });
+    }
+    merge(0);
+    for (std::thread& t : helpers) t.join();
+    CompactionOutput all;
+    for (size_t g = 0; g < nsub; g++) {
+      if (s.ok() && !results[g].ok()) s = results[g];
+      all.Append(std::move(outs[g]));  // sub-ranges ascend: so do the tables
+    }
+    if (s.ok()) MXFS_KILL_POINT("kvcore.column.after_sub_merges");
+    l.lock();
+    s = runner->Install(c.get(), l, &rec, true, std::move(s), all);
+    if (s.ok()) stats_.parallel++;
+  }
+  host->SetL1Busy(l1_inputs, false);
+  if (!s.ok()) return s;
+  stats_.bytes_written += rec.bytes_out;
+  rec.kind = "column L0->L1";
+  rec.smallest = Slice(lo_user).ToEscaped();
+  rec.largest = ExtractUserKey(hi).ToEscaped();
+  rec.bytes_in += column_bytes;
+  l.unlock();
+  MXFS_KILL_POINT("kvcore.column.after_manifest");
+  // L1 holds the column now (the MANIFEST says so): only now free its pages.
+  s = mc->MarkColumnCompacted(hi);
+  MXFS_KILL_POINT("kvcore.column.after_free");
+  l.lock();
+  if (!s.ok()) return s.WithContext("freeing a compacted column of the matrix container");
+  versions->ReinstallCurrent();  // readers now see the container without the column
+  const uint64_t end_us = NowMicros();
+  rec.micros = end_us - start;
+  // The drain rate for writer pacing: back-to-back columns count the gap
+  // between them too (choosing the next column is part of draining).
+  const uint64_t from =
+      last_column_end_us_ != 0 && start >= last_column_end_us_ && start - last_column_end_us_ < kBackToBackMicros
+          ? last_column_end_us_
+          : start;
+  pacer_->RecordDrain(column_bytes, end_us - from);
+  last_column_end_us_ = end_us;
+  stats_.compactions++;
+  stats_.bytes_read += column_bytes;
+  host->L0CompactionDone(std::move(rec), l);
+  return Status::OK();
+}
+
+}  // namespace mxfs

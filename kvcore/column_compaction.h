@@ -1,0 +1,80 @@
+// ColumnCompactor: the matrix container's compactions (MatrixKV's column
+// compaction), the Level0Compactor of ContainerLevel0. DBImpl runs it on the
+// mxfs-colcomp thread (idle I/O priority) beside leveled compaction.
+//
+// One compaction: the column starts at the compactor's smallest key and
+// ends at the smallest key of an L1 table: L1's key space is cut at its
+// tables' bounds, and the column widened table by table until it holds at
+// least min_bytes of the container, where min_bytes is an eighth of the
+// compactor's bytes (about eight columns drain it, so a column spans
+// several L1 tables once the compactor is large: fewer, fuller output
+// tables, one MANIFEST edit per column) and at least half a target file;
+// while a flush waits for room (container full) only half a target file,
+// so that pages come back soon. The column and its overlapping L1 tables
+// are merged into new L1 tables (CompactionHost::runner), recorded in the
+// MANIFEST with the compacted-up-to key (Level0State), and only then are
+// the column's pages freed (MatrixContainer::MarkColumnCompacted).
+//
+// With Options.column_compaction_threads > 1 a column spanning several L1
+// tables is cut at those tables' bounds into that many sub-ranges (whole
+// tables per sub-range, so no user key is in two), merged in parallel on
+// helper threads (also named mxfs-colcomp) into their own output tables and
+// installed by one MANIFEST edit.
+//
+// Leveled compaction never shares an L1 input table with a column
+// (CompactionHost::L1Busy): a table a leveled compaction reads ends the
+// column before it, or, if the column starts in it, the column waits for
+// that compaction (the time waited is column.blocked.micros).
+//
+// After each column the drain rate (container bytes freed per second,
+// back-to-back columns counting the gap between them) goes to the
+// ContainerPacer that paces writers (container_level0.h).
+//
+// Kill points: kvcore.column.{mid_merge,after_sub_merges,before_manifest,
+// after_manifest,after_free}.
+//
+// Thread-safety: CompactNext and stats with the DB mutex held, one
+// CompactNext at a time (the mxfs-colcomp thread); HasWork and
+// MakeAllCompactable from any thread.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+
+#include "kvcore/level0.h"
+
+namespace mxfs {
+
+class ContainerPacer;
+class NvmBackend;
+struct DbContext;
+
+class ColumnCompactor final : public Level0Compactor {
+ public:
+  // pacer (guarded by the DB mutex) learns each column's drain rate.
+  ColumnCompactor(const DbContext* ctx, NvmBackend* nvm, ContainerPacer* pacer)
+      : ctx_(ctx), nvm_(nvm), pacer_(pacer) {}
+  ColumnCompactor(const ColumnCompactor&) = delete;
+  ColumnCompactor& operator=(const ColumnCompactor&) = delete;
+
+  const char* name() const override { return "column compaction"; }
+  const char* thread_name() const override { return "mxfs-colcomp"; }
+  void EnterThread() const override;
+  bool HasWork() const override;
+  [[nodiscard]] Status CompactNext(CompactionHost* host, std::unique_lock<std::mutex>& l, bool* blocked) override;
+  // Switches the receiver to the compactor (once the compactor is empty).
+  [[nodiscard]] Status MakeAllCompactable() override;
+  Level0CompactionStats stats() const override;
+
+ private:
+  const DbContext* const ctx_;
+  NvmBackend* const nvm_;
+  ContainerPacer* const pacer_;
+  // DB mutex: when the last column ended, since when the next one has been
+  // waiting for a leveled compaction (0: it is not), and the counters.
+  uint64_t last_column_end_us_ = 0;
+  uint64_t blocked_since_us_ = 0;
+  Level0CompactionStats stats_;
+};
+
+}  // namespace mxfs
