@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/lock_check.h"
 #include "base/logging.h"
 #include "kvcore/background.h"
 #include "kvcore/compaction_runner.h"
@@ -47,6 +48,7 @@ Status ColumnCompactor::MakeAllCompactable() {
 }
 
 Level0CompactionStats ColumnCompactor::stats() const {
+  MXFS_ASSERT_HELD(*ctx_->mu);
   return stats_;
 }
 
@@ -54,6 +56,7 @@ Status ColumnCompactor::CompactNext(CompactionHost* host, std::unique_lock<std::
   // The column is chosen with the DB mutex held, so that no leveled
   // compaction picks one of its L1 tables meanwhile (L1Busy); the container
   // calls below take only the container's own mutex.
+  MXFS_ASSERT_HELD(*ctx_->mu);
   *blocked = false;
   MatrixContainer* mc = nvm_->container();
   VersionSet* versions = host->versions();

@@ -1,5 +1,6 @@
 #include "kvcore/compaction_runner.h"
 
+#include "base/lock_check.h"
 #include "kvcore/blob_store.h"
 #include "kvcore/db_context.h"
 #include "kvcore/filename.h"
@@ -29,6 +30,7 @@ Status CompactionRunner::Run(Compaction* c, std::unique_lock<std::mutex>& l, Seq
 }
 
 void CompactionRunner::Describe(Compaction* c, CompactionRecord* rec) const {
+  MXFS_ASSERT_HELD(*mu_);
   rec->bytes_in = c->InputBytes();
   InternalKey smallest, largest;
   bool first = true;
@@ -263,6 +265,7 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
 
 Status CompactionRunner::Install(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec,
                                  bool from_level0, Status s, const CompactionOutput& out) {
+  MXFS_ASSERT_HELD(*mu_);
   if (!s.ok()) {
     l.unlock();
     for (uint64_t n : out.table_numbers) ctx_->fs->RemoveFile(TableFileName(ctx_->dbname, n)).IgnoreError();  // may not exist
@@ -306,6 +309,7 @@ Status CompactionRunner::Install(Compaction* c, std::unique_lock<std::mutex>& l,
 }
 
 const CompactionStats& CompactionRunner::stats() const {
+  MXFS_ASSERT_HELD(*mu_);
   return stats_;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "base/lock_check.h"
 #include "kvcore/background.h"
 #include "kvcore/column_compaction.h"
 #include "kvcore/container_pacer.h"
@@ -121,14 +122,17 @@ class ContainerLevel0 final : public Level0 {
   }
 
   uint64_t PaceDelayMicros(const MemTableLoad& load) const override {
+    MXFS_ASSERT_HELD(*ctx_->mu);
     return std::max(FlushPaceDelay(load), ContainerPaceRate(load) > 0 ? pacer_.DelayMicros(NowMicros()) : 0);
   }
 
   void WriteGroupDone(uint64_t bytes, const MemTableLoad& load) override {
+    MXFS_ASSERT_HELD(*ctx_->mu);
     pacer_.Charge(bytes, ContainerPaceRate(load), NowMicros());
   }
 
   void FlushDone(uint64_t micros) override {
+    MXFS_ASSERT_HELD(*ctx_->mu);
     const double d = static_cast<double>(micros);
     flush_est_us_ = flush_est_us_ == 0 ? d : 0.7 * flush_est_us_ + 0.3 * d;
   }

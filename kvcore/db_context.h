@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "kvcore/dbformat.h"
@@ -30,6 +31,7 @@ struct DbContext {
   TableOptions table_options;                // comparator = &icmp, filter on user keys
   TableCache* table_cache = nullptr;
   BlobStore* blob_store = nullptr;           // resolves kTypeBlobIndex values
+  std::mutex* mu = nullptr;                  // the DB mutex, for lock checks (MXFS_ASSERT_HELD)
 };
 
 }  // namespace mxfs

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "base/lock_check.h"
 #include "base/logging.h"
 #include "kvcore/background.h"
 #include "kvcore/container_level0.h"
@@ -102,6 +103,7 @@ DBImpl::DBImpl(const Options& options, const std::string& dbname) : ctx_(Bytewis
   ctx_.table_cache = table_cache_.get();
   blob_store_ = std::make_unique<BlobStore>(&ctx_, kMaxOpenBlobFiles);
   ctx_.blob_store = blob_store_.get();
+  ctx_.mu = &mu_;
   if (!options.nvm_path.empty()) {
     nvm_ = std::make_unique<NvmBackend>(&ctx_);
     level0_ = NewContainerLevel0(&ctx_, nvm_.get());
@@ -456,6 +458,7 @@ Status DBImpl::Write(const WriteOptions& options, WriteBatch* batch) {
 }
 
 Status DBImpl::WritableStatus() const {
+  MXFS_ASSERT_HELD(mu_);
   if (closed_ || !opened_) return Status::InvalidArgument("database " + ctx_.dbname + " is closed");
   if (ctx_.options.read_only) return Status::ReadOnly("database " + ctx_.dbname + " was opened read-only");
   if (!bg_error_.ok()) {
@@ -536,6 +539,7 @@ Status DBImpl::WriteImpl(const WriteOptions& options, WriteBatch* batch) {
 }
 
 WriteBatch* DBImpl::BuildBatchGroup(Writer** last_writer, bool* sync) {
+  MXFS_ASSERT_HELD(mu_);
   Writer* first = writers_.front();
   WriteBatch* result = first->batch;
   size_t size = first->batch->ApproximateSize();
@@ -564,10 +568,12 @@ WriteBatch* DBImpl::BuildBatchGroup(Writer** last_writer, bool* sync) {
 }
 
 MemTableLoad DBImpl::Load() const {
+  MXFS_ASSERT_HELD(mu_);
   return MemTableLoad{mem_.get(), &imms_, last_switch_us_};
 }
 
 Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
+  MXFS_ASSERT_HELD(mu_);
   bool allow_delay = !force;
   const int slowdown = ctx_.options.level0_slowdown_writes_trigger;
   const int stop = ctx_.options.level0_stop_writes_trigger;
@@ -648,6 +654,7 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
 }
 
 void DBImpl::RecordBackgroundError(const Status& s, const char* where) {
+  MXFS_ASSERT_HELD(mu_);
   if (!bg_error_.ok()) return;
   bg_error_ = s;
   bg_error_where_ = where;
@@ -719,6 +726,7 @@ void DBImpl::ReleaseSnapshot(const Snapshot* snapshot) {
 }
 
 SequenceNumber DBImpl::OldestSnapshot() const {
+  MXFS_ASSERT_HELD(mu_);
   SequenceNumber oldest = versions_->LastSequence();
   for (const auto& s : snapshots_) oldest = std::min(oldest, s->sequence);
   return oldest;
@@ -741,6 +749,7 @@ void DBImpl::FlushThreadMain() {
 }
 
 Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
+  MXFS_ASSERT_HELD(mu_);
   std::shared_ptr<MemTable> imm = imms_.front();
   const uint64_t number = versions_->NewFileNumber();
   pending_outputs_.insert(number);
@@ -814,6 +823,7 @@ void DBImpl::CompactThreadMain() {
 }
 
 Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
+  MXFS_ASSERT_HELD(mu_);
   ManualCompaction* m = manual_;
   std::unique_ptr<Compaction> c;
   InternalKey manual_end;
@@ -905,10 +915,12 @@ void DBImpl::Level0CompactThreadMain(Level0Compactor* lc) {
 }
 
 bool DBImpl::L1Busy(uint64_t number) const {
+  MXFS_ASSERT_HELD(mu_);
   return busy_l1_.contains(number);
 }
 
 void DBImpl::SetL1Busy(const std::vector<uint64_t>& numbers, bool busy) {
+  MXFS_ASSERT_HELD(mu_);
   for (uint64_t n : numbers) {
     if (busy) busy_l1_.insert(n);
     else busy_l1_.erase(n);
@@ -922,6 +934,7 @@ void DBImpl::L0CompactionDone(CompactionRecord rec, std::unique_lock<std::mutex>
 }
 
 void DBImpl::DeleteObsoleteFiles(std::unique_lock<std::mutex>& l) {
+  MXFS_ASSERT_HELD(mu_);
   if (!bg_error_.ok()) return;  // the tree's state is in doubt: keep everything
   std::set<uint64_t> live = pending_outputs_;
   versions_->AddLiveFiles(&live);
@@ -968,6 +981,7 @@ void DBImpl::DeleteObsoleteFiles(std::unique_lock<std::mutex>& l) {
 }
 
 void DBImpl::AddRecord(CompactionRecord rec) {
+  MXFS_ASSERT_HELD(mu_);
   recent_.push_back(std::move(rec));
   while (recent_.size() > kMaxRecentCompactions) recent_.pop_front();
 }

@@ -18,7 +18,8 @@
 //
 // Lock order: DBImpl::mu_ before TableCache/BlockCache internal mutexes.
 // mu_ is never held across file I/O: LogAndApply, table building, WAL
-// appends, log creation and obsolete-file deletion all release it.
+// appends, log creation and obsolete-file deletion all release it. Methods
+// documented "mu_ held" check it (MXFS_ASSERT_HELD, base/lock_check.h).
 //
 // Thread-safety: all public methods are thread-safe.
 #pragma once

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "base/lock_check.h"
 #include "base/logging.h"
 #include "kvcore/blob_store.h"
 #include "kvcore/filename.h"
@@ -282,6 +283,7 @@ void VersionSet::AppendVersion(std::shared_ptr<Version> v) {
 }
 
 void VersionSet::ReinstallCurrent() {
+  MXFS_ASSERT_HELD(*ctx_->mu);
   auto v = std::make_shared<Version>(ctx_, level0_, num_levels_);
   v->files_ = current_->files_;
   v->blob_files_ = current_->blob_files_;
@@ -524,6 +526,7 @@ Status VersionSet::WriteSnapshot(LogWriter* log) {
 }
 
 Status VersionSet::LogAndApply(VersionEdit* edit, std::unique_lock<std::mutex>& lock) {
+  MXFS_ASSERT_HELD(*lock.mutex());
   manifest_cv_.wait(lock, [this] { return !manifest_busy_; });
   manifest_busy_ = true;
 
@@ -616,6 +619,7 @@ void VersionSet::GetRange2(const FileList& a, const FileList& b, InternalKey* sm
 }
 
 std::unique_ptr<Compaction> VersionSet::PickCompaction() {
+  MXFS_ASSERT_HELD(*ctx_->mu);
   const bool size_due = current_->compaction_score() >= 1;
   const bool gc_due = !current_->gc_inputs().empty();
   if (gc_due && (!size_due || !last_pick_gc_)) {

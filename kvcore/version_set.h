@@ -12,9 +12,11 @@
 // Each Open starts a new MANIFEST holding a snapshot of the recovered state;
 // the old one becomes obsolete.
 //
-// Thread-safety: VersionSet methods are called with the DB mutex held.
-// LogAndApply releases it while writing and serialises concurrent callers
-// (the flush and compaction threads) itself. Versions are immutable.
+// Thread-safety: VersionSet methods are called with the DB mutex held
+// (LogAndApply, PickCompaction and ReinstallCurrent check it), except
+// Recover, which Open calls before any other thread can see the DB.
+// LogAndApply releases the mutex while writing and serialises concurrent
+// callers (the flush and compaction threads) itself. Versions are immutable.
 #pragma once
 
 #include <condition_variable>
