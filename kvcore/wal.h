@@ -2,9 +2,11 @@
 // write group (the group's WriteBatch representation), appended by the group
 // leader and replayed in order on recovery.
 //
-// Today the only implementation is a log file on the SSD (log_writer.h /
-// log_reader.h, format described there); the persistent-memory log of nvm/
-// will implement the same two interfaces, so DBImpl does not change.
+// Two implementations: a log file on the SSD (log_writer.h / log_reader.h,
+// format described there; SsdWalStore), and the persistent-memory log of
+// the NVM pool (nvm/pm_wal.h; PmWalStore in kvcore/nvm_backend.h), whose
+// WalWriter persists every record and which is replayed through
+// NvmBackend rather than through a WalReader.
 //
 // Thread-safety: a WalWriter is used by one thread at a time (the write-group
 // leader); a WalReader by one thread.
