@@ -16,6 +16,9 @@
 // and every write returns ReadOnly naming the cause; "matrixkv.stats" shows
 // it.
 //
+// Files: db_impl.cc (writes, reads, background threads, control), db_open.cc
+// (open, recovery, the lock against a second open), db_stats.cc (properties).
+//
 // Lock order: DBImpl::mu_ before TableCache/BlockCache internal mutexes.
 // mu_ is never held across file I/O: LogAndApply, table building, WAL
 // appends, log creation and obsolete-file deletion all release it. Methods
@@ -82,6 +85,8 @@ class DBImpl final : public DB, private CompactionHost {
   // PM WAL replay: records newer than the flushed sequence become immutable
   // memtables (flushed by the flush thread once it runs).
   Status RecoverPmWal(SequenceNumber* max_sequence);
+  // Drops lock_key_ from the process-wide set of open databases.
+  void ReleaseOpenPath();
   Status NewLog(std::unique_lock<std::mutex>* l, uint64_t* number, std::unique_ptr<WalWriter>* log);
   Status WriteImpl(const WriteOptions& options, WriteBatch* batch);  // batch nullptr: force a memtable switch
   Status MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force);
