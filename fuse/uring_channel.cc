@@ -18,6 +18,7 @@
 #include <string>
 
 #include "base/logging.h"
+#include "base/tsan.h"
 #include "fuse/kernel_channel.h"
 
 namespace mxfs {
@@ -103,7 +104,9 @@ class Ring {
  public:
   Ring() = default;
   ~Ring() {
-    if (live_) io_uring_queue_exit(&ring_);
+    if (!live_) return;
+    TsanRingUnmapped();
+    io_uring_queue_exit(&ring_);
   }
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
@@ -125,6 +128,7 @@ class Ring {
     }
     if (rc < 0) return Status::FromErrno("io_uring_queue_init_params(SQE128, " + std::to_string(entries) + ")", -rc);
     live_ = true;
+    TsanRingMapped();
     return Status::OK();
   }
   io_uring* get() { return &ring_; }

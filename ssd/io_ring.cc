@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "base/tsan.h"
 
 namespace mxfs {
 
@@ -56,6 +57,7 @@ bool IoRing::Init() {
     return false;
   }
   initialised_ = true;
+  TsanRingMapped();
   bounce_ = AlignedBuffer(kBounceSize);
   if (bounce_.data() == nullptr) return false;
   struct iovec iov {
@@ -70,6 +72,7 @@ bool IoRing::Init() {
 IoRing::~IoRing() {
   if (initialised_) {
     if (registered_) io_uring_unregister_buffers(&ring_);
+    TsanRingUnmapped();
     io_uring_queue_exit(&ring_);
   }
 }
