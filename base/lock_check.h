@@ -17,7 +17,7 @@
 namespace mxfs {
 
 // True when the calling thread holds mu (always true where it cannot tell).
-bool LockHeldByMe(std::mutex& mu);
+bool LockHeldByMe(const std::mutex& mu);
 // Logs "<where>: <what> is not held by this thread" and aborts.
 [[noreturn]] void LockNotHeld(const char* where, const char* what);
 

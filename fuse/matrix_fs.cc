@@ -38,7 +38,7 @@ Status MatrixFs::Close() {
   // objects (Startup) instead of cutting them.
   uint64_t pt_open = 0;
   for (auto& st : stripes_) {
-    std::lock_guard<StripeMutex> l(st.mu);
+    std::lock_guard<std::mutex> l(st.mu);
     for (auto& [ino, n] : st.nodes) {
       if (n.pt_opens == 0) continue;
       ++pt_open;

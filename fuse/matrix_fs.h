@@ -79,7 +79,7 @@
 // the KV write of the operation it protects (that is what makes the
 // read-modify-write of an inode atomic) but never across a fuse_reply_*.
 // Members that need an inode's stripe assert that the caller holds it
-// (AssertHeld, StripeMutex).
+// (AssertHeld, base/lock_check.h).
 #pragma once
 
 #define FUSE_USE_VERSION 312
@@ -243,27 +243,10 @@ class MatrixFs {
     int64_t pt_mtime_ns = 0;
     bool pt_dirty = false;  // attr holds reconciled values not yet committed
   };
-  // A stripe's mutex. With assertions on (no NDEBUG: the Makefile's
-  // normal -O2 -g build and the SAN build) it records the thread that holds
-  // it, so that AssertHeld turns the rule "caller holds ino's stripe" into
-  // a check: one relaxed atomic store per lock and unlock, one load per
-  // check. With NDEBUG the recording and the checks compile to nothing.
-  class StripeMutex {
-   public:
-    void lock();
-    void unlock();
-#ifndef NDEBUG
-    bool HeldByCaller() const;
-#endif
-
-   private:
-    std::mutex mu_;
-#ifndef NDEBUG
-    std::atomic<std::thread::id> owner_{};
-#endif
-  };
+  // A stripe's mutex is a plain std::mutex: AssertHeld asks glibc which
+  // thread holds it (base/lock_check.h), in every build.
   struct Stripe {
-    StripeMutex mu;
+    std::mutex mu;
     std::unordered_map<uint64_t, Node> nodes;
   };
   static constexpr size_t kStripes = 256;
@@ -285,7 +268,8 @@ class MatrixFs {
 
   static size_t StripeOf(uint64_t ino);
   Stripe& StripeFor(uint64_t ino) { return stripes_[StripeOf(ino)]; }
-  // Asserts that the calling thread holds ino's stripe (see StripeMutex).
+  // Aborts, naming the rule, unless the calling thread holds ino's stripe
+  // (base/lock_check.h).
   // The members below that say "caller holds ino's stripe" check it, or
   // call FindNode or NodeFor, which do.
   void AssertHeld(uint64_t ino) const;

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/lock_check.h"
 #include "base/status.h"
 #include "fuse/matrix_fs.h"
 #include "fuse/schema.h"
@@ -87,31 +88,8 @@ Status CheckName(const char* name);
 // Names the calling libfuse worker "mxfs-fuse" at its first request.
 void NameThread();
 
-inline void MatrixFs::StripeMutex::lock() {
-  mu_.lock();
-#ifndef NDEBUG
-  owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
-#endif
-}
-
-inline void MatrixFs::StripeMutex::unlock() {
-#ifndef NDEBUG
-  owner_.store(std::thread::id(), std::memory_order_relaxed);
-#endif
-  mu_.unlock();
-}
-
-#ifndef NDEBUG
-// Relaxed is enough: only the holder stores its own id, and a thread that
-// does not hold the mutex never finds its own id there (it cleared it
-// itself at its last unlock).
-inline bool MatrixFs::StripeMutex::HeldByCaller() const {
-  return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
-}
-#endif
-
-inline void MatrixFs::AssertHeld([[maybe_unused]] uint64_t ino) const {
-  assert(stripes_[StripeOf(ino)].mu.HeldByCaller() && "caller holds ino's stripe");
+inline void MatrixFs::AssertHeld(uint64_t ino) const {
+  if (!LockHeldByMe(stripes_[StripeOf(ino)].mu)) LockNotHeld("MatrixFs", "the stripe of the inode it uses");
 }
 
 // Locks the stripes of a set of inodes in stripe order (duplicates once).
