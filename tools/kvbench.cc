@@ -2,26 +2,28 @@
 // RocksDB's db_bench for the benchmarks and flags it supports, so that the
 // two can run the same workload and their output can be compared line by
 // line (tools/bench/kv_vs_rocksdb.sh does exactly that). man/kvbench.1 lists
-// every flag and the output format.
+// every benchmark, flag and output line.
 //
-// Workload (as db_bench):
-//  - A key is key_size bytes: the key number as 8 big-endian bytes (only the
-//    low key_size bytes if key_size < 8), padded with '0' characters, so
-//    fillseq writes in key order. fillrandom, overwrite, readrandom,
-//    seekrandom and deleterandom draw key numbers uniformly from [0, num)
+// Workload (as db_bench; the generators are in kvbench_gen.h):
+//  - Keys are db_bench's (8 big-endian bytes of the key number, padded with
+//    '0'); every random benchmark draws key numbers uniformly from [0, num)
 //    with replacement (so fillrandom stores about 63% of num distinct keys).
-//  - A value is value_size bytes cut from a 1 MiB buffer of printable bytes
-//    built like db_bench's RandomGenerator: every 100-byte piece repeats a
-//    random 50-byte string (compression ratio 0.5). MatrixKV does not
-//    compress, so this only matters for a db_bench run with compression on.
-//  - --threads N starts N threads that each run the whole benchmark (N*num
-//    writes or N*reads reads); micros/op is the sum of the threads' times
-//    over the operations, ops/sec and MB/s use the wall-clock time.
+//  - --threads N starts N threads that each run the whole benchmark (N times
+//    --writes writes, N times --reads reads); readwhilewriting and
+//    seekrandomwhilewriting add a thread 0 that writes until the others
+//    are done and is left out of the result line, as db_bench's BGWriter.
+//    micros/op is the sum of the threads' times over the operations,
+//    ops/sec and MB/s use the wall-clock time.
 //  - Each thread's generator is seeded with seed + a counter that grows by
 //    one per thread per benchmark, so two runs with the same --seed draw the
 //    same keys.
+//  - readrandomwriterandom, updaterandom and the YCSB presets ycsba..ycsbf
+//    run max(--reads, --writes) operations per thread (--num if neither is
+//    set), as db_bench's readwrites_. ycsbd and ycsbe, which db_bench does
+//    not have, insert new key numbers from num upwards.
 //
-// After each write benchmark two lines of our own follow the db_bench lines:
+// After each benchmark that writes, two lines of our own follow the
+// db_bench lines:
 //   Write amplification: W (SSD S MB / user U MB during this benchmark; ...)
 //   Stall time: T seconds during this benchmark (...)
 // computed from the DB properties "matrixkv.bytes-written-ssd",
@@ -30,19 +32,23 @@
 // waited for, as in db_bench).
 //
 // Thread-safety: the benchmark threads share only the DB (thread-safe), the
-// start/finish rendezvous under SharedState::mu and the reporter's atomic
-// counter; each owns its Stats, generator and buffers.
+// start/finish rendezvous under SharedState::mu, the reporter's atomic
+// counter and the atomic next_insert_; each owns its Stats, generators and
+// buffers.
 //
 // The flags are in kvbench_flags.h, the measurement in kvbench_stats.h.
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,56 +63,22 @@
 #include "kvcore/include/options.h"
 #include "kvcore/include/write_batch.h"
 #include "tools/kvbench_flags.h"
+#include "tools/kvbench_gen.h"
 #include "tools/kvbench_stats.h"
 
 namespace mxfs::kvbench {
 namespace {
 
-constexpr double kCompressionRatio = 0.5;  // db_bench's --compression_ratio default
-
-// Writes key number v as described at the top of this file into key[0..size).
-void GenerateKey(uint64_t v, char* key, size_t size) {
-  const size_t fill = size < 8 ? size : 8;
-  for (size_t i = 0; i < fill; i++) key[i] = static_cast<char>((v >> ((fill - i - 1) * 8)) & 0xff);
-  if (size > fill) std::memset(key + fill, '0', size - fill);
-}
-
-// Printable, half-compressible value bytes (see the top of this file).
-// Thread-safety: not thread-safe; one per benchmark thread.
-class ValueGenerator {
- public:
-  explicit ValueGenerator(size_t value_size) {
-    Random rnd(301);
-    const size_t total = value_size > (1u << 20) ? value_size : (1u << 20);
-    data_.reserve(total + 100);
-    std::string piece;
-    while (data_.size() < total) {
-      const size_t raw = static_cast<size_t>(100 * kCompressionRatio);
-      piece.clear();
-      for (size_t i = 0; i < raw; i++) piece.push_back(static_cast<char>(' ' + rnd.Uniform(95)));
-      for (size_t i = 0; i < 100; i++) data_.push_back(piece[i % raw]);
-    }
-  }
-  Slice Generate(size_t len) {
-    if (pos_ + len > data_.size()) pos_ = 0;
-    Slice s(data_.data() + pos_, len);
-    pos_ += len;
-    return s;
-  }
-
- private:
-  std::string data_;
-  size_t pos_ = 0;
-};
-
 // Start/finish rendezvous of one benchmark's threads, as in db_bench: the
-// threads start timing together once all are ready.
+// threads start timing together once all are ready. num_done changes under
+// mu (the waits need that) but is atomic so that a background writer can
+// poll it without taking the lock on every write.
 struct SharedState {
   std::mutex mu;
   std::condition_variable cv;
   int64_t total = 0;
   int64_t num_initialized = 0;
-  int64_t num_done = 0;
+  std::atomic<int64_t> num_done{0};
   bool start = false;
   ReporterAgent* reporter = nullptr;
 };
@@ -185,40 +157,78 @@ EngineCounters ReadCounters(DB* db) {
 // the worker threads and touch only the DB and their ThreadState.
 class Benchmark {
  public:
-  explicit Benchmark(const Flags& flags) : flags_(flags) {}
+  explicit Benchmark(const Flags& flags) : flags_(flags), next_insert_(static_cast<uint64_t>(flags.num)) {
+    write_options_.sync = flags_.sync;
+    read_options_.verify_checksums = flags_.verify_checksum;
+  }
 
   // Runs every benchmark in --benchmarks; returns the process exit code.
   int Run();
 
  private:
-  using Method = void (Benchmark::*)(ThreadState*);
+  using Method = std::function<void(ThreadState*)>;
+
+  // One entry of --benchmarks. Thread-safety: a value type.
+  struct Step {
+    std::string name;
+    Method method;                   // empty for "stats"
+    bool fresh_db = false;           // destroys the database first
+    bool writes = false;             // prints the write-effect lines after it
+    bool background_writer = false;  // adds thread 0, BackgroundWriter
+  };
+  // The step for a --benchmarks name; false if there is none.
+  bool MakeStep(const std::string& name, Step* step);
 
   void PrintEnvironment();
   void PrintHeader();
   void Open();
   void Close();
-  void RunBenchmark(std::string_view name, Method method);
+  void RunBenchmark(const Step& step);
   void PrintWriteEffects(const EngineCounters& before);
   void PrintStats();
 
-  void WriteSeq(ThreadState* t) { DoWrite(t, /*sequential=*/true); }
-  void WriteRandom(ThreadState* t) { DoWrite(t, /*sequential=*/false); }
   void DoWrite(ThreadState* t, bool sequential);
   void ReadRandom(ThreadState* t);
   void ReadSequential(ThreadState* t);
   void SeekRandom(ThreadState* t);
   void DeleteRandom(ThreadState* t);
+  void BackgroundWriter(ThreadState* t);
+  void ReadRandomWriteRandom(ThreadState* t, int64_t read_percent);
+  void UpdateRandom(ThreadState* t);
+  void ReadOrScanLatestAndInsert(ThreadState* t, bool scans);
+
+  // Draws a key number uniformly from [0, num) and writes its key into
+  // *key (already key_size bytes long); returns the number.
+  uint64_t RandomKey(ThreadState* t, std::string* key) const;
+  // Gets key number k into *value; false if it is not there.
+  bool GetOrFail(uint64_t k, const std::string& key, std::string* value);
+  // GetOrFail that adds a found key and value to t's bytes.
+  bool GetAndCount(ThreadState* t, uint64_t k, const std::string& key, std::string* value);
+  void PutOrFail(uint64_t k, const std::string& key, const Slice& value);
+  // One seekrandom operation on key number k (see SeekRandom); true if the
+  // seek landed on the key itself.
+  bool SeekAndScan(ThreadState* t, uint64_t k, const std::string& key);
 
   uint64_t Reads() const { return flags_.reads < 0 ? static_cast<uint64_t>(flags_.num) : static_cast<uint64_t>(flags_.reads); }
-  ReadOptions MakeReadOptions() const {
-    ReadOptions r;
-    r.verify_checksums = flags_.verify_checksum;
-    return r;
+  // db_bench's writes_: --writes, or --num when it is negative or 0.
+  uint64_t Writes() const { return flags_.writes <= 0 ? static_cast<uint64_t>(flags_.num) : static_cast<uint64_t>(flags_.writes); }
+  // db_bench's readwrites_: the operations of each thread of the mixed
+  // benchmarks, --num unless --reads or --writes is set, else the larger.
+  uint64_t ReadWrites() const {
+    if (flags_.reads < 0 && flags_.writes < 0) return static_cast<uint64_t>(flags_.num);
+    return static_cast<uint64_t>(std::max(flags_.reads, flags_.writes));
   }
 
   const Flags flags_;
+  WriteOptions write_options_;
+  ReadOptions read_options_;
   uint64_t seed_base_ = 0;
   uint64_t thread_counter_ = 0;
+  // The next new key number of ycsbd and ycsbe; num at first, so it grows
+  // past every key the fill benchmarks write.
+  std::atomic<uint64_t> next_insert_;
+  // Zipfian::Zeta(0, num, 0), computed once before the first ycsbd.
+  double zeta_num_ = 0;
   std::unique_ptr<DB> db_;
 };
 
@@ -342,14 +352,53 @@ void Benchmark::Close() {
   db_.reset();
 }
 
+bool Benchmark::MakeStep(const std::string& name, Step* step) {
+  Step s;
+  s.name = name;
+  auto with = [this](void (Benchmark::*m)(ThreadState*)) { return [this, m](ThreadState* t) { (this->*m)(t); }; };
+  if (name == "fillseq" || name == "fillrandom" || name == "overwrite") {
+    const bool sequential = name == "fillseq";
+    s.method = [this, sequential](ThreadState* t) { DoWrite(t, sequential); };
+    s.fresh_db = name != "overwrite";
+    s.writes = true;
+  } else if (name == "readrandom" || name == "ycsbc") {
+    s.method = with(&Benchmark::ReadRandom);
+  } else if (name == "readseq") {
+    s.method = with(&Benchmark::ReadSequential);
+  } else if (name == "seekrandom") {
+    s.method = with(&Benchmark::SeekRandom);
+  } else if (name == "deleterandom") {
+    s.method = with(&Benchmark::DeleteRandom);
+    s.writes = true;
+  } else if (name == "readwhilewriting" || name == "seekrandomwhilewriting") {
+    const bool seek = name == "seekrandomwhilewriting";
+    s.method = [this, seek](ThreadState* t) {
+      if (t->tid == 0) BackgroundWriter(t);
+      else if (seek) SeekRandom(t);
+      else ReadRandom(t);
+    };
+    s.writes = true;
+    s.background_writer = true;
+  } else if (name == "readrandomwriterandom" || name == "ycsba" || name == "ycsbb") {
+    const int64_t percent = name == "ycsba" ? 50 : name == "ycsbb" ? 95 : flags_.readwritepercent;
+    s.method = [this, percent](ThreadState* t) { ReadRandomWriteRandom(t, percent); };
+    s.writes = true;
+  } else if (name == "updaterandom" || name == "ycsbf") {
+    s.method = with(&Benchmark::UpdateRandom);
+    s.writes = true;
+  } else if (name == "ycsbd" || name == "ycsbe") {
+    const bool scans = name == "ycsbe";
+    s.method = [this, scans](ThreadState* t) { ReadOrScanLatestAndInsert(t, scans); };
+    s.writes = true;
+  } else if (name != "stats") {
+    return false;
+  }
+  *step = std::move(s);
+  return true;
+}
+
 int Benchmark::Run() {
   // Check the whole list before running anything.
-  struct Step {
-    std::string name;
-    Method method;
-    bool fresh_db;
-    bool writes;
-  };
   std::vector<Step> steps;
   std::string_view list = flags_.benchmarks;
   while (!list.empty()) {
@@ -357,18 +406,12 @@ int Benchmark::Run() {
     std::string name(list.substr(0, comma));
     list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
     if (name.empty()) continue;
-    if (name == "fillseq") steps.push_back({name, &Benchmark::WriteSeq, true, true});
-    else if (name == "fillrandom") steps.push_back({name, &Benchmark::WriteRandom, true, true});
-    else if (name == "overwrite") steps.push_back({name, &Benchmark::WriteRandom, false, true});
-    else if (name == "readrandom") steps.push_back({name, &Benchmark::ReadRandom, false, false});
-    else if (name == "readseq") steps.push_back({name, &Benchmark::ReadSequential, false, false});
-    else if (name == "seekrandom") steps.push_back({name, &Benchmark::SeekRandom, false, false});
-    else if (name == "deleterandom") steps.push_back({name, &Benchmark::DeleteRandom, false, true});
-    else if (name == "stats") steps.push_back({name, nullptr, false, false});
-    else {
-      Fail("--benchmarks: unknown benchmark '" + name +
-           "' (supported: fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, deleterandom, stats)");
+    Step step;
+    if (!MakeStep(name, &step)) {
+      Fail("--benchmarks: unknown benchmark '" + name + "' (supported: " + kBenchmarkNames + ")");
     }
+    if (name == "ycsbd" && zeta_num_ == 0) zeta_num_ = Zipfian::Zeta(0, static_cast<uint64_t>(flags_.num), 0);
+    steps.push_back(std::move(step));
   }
 
   PrintEnvironment();
@@ -396,23 +439,23 @@ int Benchmark::Run() {
       if (!s.ok()) Fail(s.ToString());
       Open();
     }
-    if (step.method == nullptr) {
+    if (!step.method) {
       PrintStats();
       continue;
     }
     std::printf("DB path: [%s]\n", flags_.db.c_str());
     std::fflush(stdout);
     const EngineCounters before = ReadCounters(db_.get());
-    RunBenchmark(step.name, step.method);
+    RunBenchmark(step);
     if (step.writes) PrintWriteEffects(before);
   }
   Close();
   return 0;
 }
 
-void Benchmark::RunBenchmark(std::string_view name, Method method) {
+void Benchmark::RunBenchmark(const Step& step) {
   SharedState shared;
-  shared.total = flags_.threads;
+  shared.total = flags_.threads + (step.background_writer ? 1 : 0);
   std::unique_ptr<ReporterAgent> reporter;
   if (flags_.report_interval_seconds > 0) {
     auto r = ReporterAgent::Start(flags_.report_file, flags_.report_interval_seconds);
@@ -421,14 +464,14 @@ void Benchmark::RunBenchmark(std::string_view name, Method method) {
     shared.reporter = reporter.get();
   }
   std::vector<std::unique_ptr<ThreadState>> states;
-  for (int64_t i = 0; i < flags_.threads; i++) {
+  for (int64_t i = 0; i < shared.total; i++) {
     states.push_back(std::make_unique<ThreadState>(static_cast<int>(i), seed_base_ + ++thread_counter_));
     states.back()->shared = &shared;
   }
   std::vector<std::thread> threads;
   for (auto& st : states) {
     ThreadState* t = st.get();
-    threads.emplace_back([this, t, method] {
+    threads.emplace_back([this, t, &step] {
       SharedState* sh = t->shared;
       {
         std::unique_lock<std::mutex> l(sh->mu);
@@ -437,7 +480,7 @@ void Benchmark::RunBenchmark(std::string_view name, Method method) {
         sh->cv.wait(l, [sh] { return sh->start; });
       }
       t->stats.Start(flags_.histogram);
-      (this->*method)(t);
+      step.method(t);
       t->stats.Stop();
       {
         std::lock_guard<std::mutex> l(sh->mu);
@@ -455,8 +498,11 @@ void Benchmark::RunBenchmark(std::string_view name, Method method) {
   }
   for (auto& th : threads) th.join();
   reporter.reset();
-  for (size_t i = 1; i < states.size(); i++) states[0]->stats.Merge(states[i]->stats);
-  states[0]->stats.Report(name);
+  // As db_bench: the background writer's Stats stay out of the result line.
+  const size_t first = step.background_writer ? 1 : 0;
+  for (size_t i = first + 1; i < states.size(); i++) states[first]->stats.Merge(states[i]->stats);
+  states[first]->stats.Report(step.name);
+  if (step.background_writer) states[0]->stats.ReportBackgroundWriter();
 }
 
 void Benchmark::PrintWriteEffects(const EngineCounters& before) {
@@ -499,21 +545,43 @@ void Benchmark::PrintStats() {
   std::fflush(stdout);
 }
 
+uint64_t Benchmark::RandomKey(ThreadState* t, std::string* key) const {
+  const uint64_t k = t->rand.Uniform(static_cast<uint64_t>(flags_.num));
+  GenerateKey(k, key->data(), key->size());
+  return k;
+}
+
+bool Benchmark::GetOrFail(uint64_t k, const std::string& key, std::string* value) {
+  Status s = db_->Get(read_options_, key, value);
+  if (!s.ok() && !s.IsNotFound()) Fail("get error: key number " + std::to_string(k) + ": " + s.ToString());
+  return s.ok();
+}
+
+bool Benchmark::GetAndCount(ThreadState* t, uint64_t k, const std::string& key, std::string* value) {
+  if (!GetOrFail(k, key, value)) return false;
+  t->stats.AddBytes(key.size() + value->size());
+  return true;
+}
+
+void Benchmark::PutOrFail(uint64_t k, const std::string& key, const Slice& value) {
+  Status s = db_->Put(write_options_, key, value);
+  if (!s.ok()) Fail("put error: key number " + std::to_string(k) + ": " + s.ToString());
+}
+
 void Benchmark::DoWrite(ThreadState* t, bool sequential) {
   const uint64_t num = static_cast<uint64_t>(flags_.num);
+  const uint64_t writes = Writes();
   const size_t key_size = static_cast<size_t>(flags_.key_size);
   const size_t value_size = static_cast<size_t>(flags_.value_size);
   ValueGenerator gen(value_size);
   std::string key(key_size, '\0');
   WriteBatch batch;
-  WriteOptions wo;
-  wo.sync = flags_.sync;
-  for (uint64_t i = 0; i < num; i++) {
+  for (uint64_t i = 0; i < writes; i++) {
     const uint64_t k = sequential ? i : t->rand.Uniform(num);
     GenerateKey(k, key.data(), key_size);
     batch.Clear();
     batch.Put(key, gen.Generate(value_size));
-    Status s = db_->Write(wo, &batch);
+    Status s = db_->Write(write_options_, &batch);
     if (!s.ok()) Fail("put error: key number " + std::to_string(k) + ": " + s.ToString());
     t->stats.AddBytes(key_size + value_size);
     t->stats.FinishedOps(t->shared->reporter, 1, OpType::kWrite);
@@ -521,23 +589,13 @@ void Benchmark::DoWrite(ThreadState* t, bool sequential) {
 }
 
 void Benchmark::ReadRandom(ThreadState* t) {
-  const uint64_t num = static_cast<uint64_t>(flags_.num);
   const uint64_t reads = Reads();
-  const size_t key_size = static_cast<size_t>(flags_.key_size);
-  const ReadOptions ro = MakeReadOptions();
-  std::string key(key_size, '\0');
+  std::string key(static_cast<size_t>(flags_.key_size), '\0');
   std::string value;
   uint64_t found = 0;
   for (uint64_t i = 0; i < reads; i++) {
-    const uint64_t k = t->rand.Uniform(num);
-    GenerateKey(k, key.data(), key_size);
-    Status s = db_->Get(ro, key, &value);
-    if (s.ok()) {
-      found++;
-      t->stats.AddBytes(key.size() + value.size());
-    } else if (!s.IsNotFound()) {
-      Fail("get error: key number " + std::to_string(k) + ": " + s.ToString());
-    }
+    const uint64_t k = RandomKey(t, &key);
+    if (GetAndCount(t, k, key, &value)) found++;
     t->stats.FinishedOps(t->shared->reporter, 1, OpType::kRead);
   }
   t->stats.AddMessage("(" + std::to_string(found) + " of " + std::to_string(reads) + " found)\n");
@@ -545,7 +603,7 @@ void Benchmark::ReadRandom(ThreadState* t) {
 
 void Benchmark::ReadSequential(ThreadState* t) {
   const uint64_t reads = Reads();
-  std::unique_ptr<Iterator> it = db_->NewIterator(MakeReadOptions());
+  std::unique_ptr<Iterator> it = db_->NewIterator(read_options_);
   uint64_t i = 0;
   for (it->SeekToFirst(); i < reads && it->Valid(); it->Next()) {
     t->stats.AddBytes(it->key().size() + it->value().size());
@@ -555,23 +613,32 @@ void Benchmark::ReadSequential(ThreadState* t) {
   if (!it->status().ok()) Fail("iterator error: " + it->status().ToString());
 }
 
+// As db_bench's SeekRandom without --use_tailing_iterator: a new iterator
+// for every seek, so that each seek sees every write before it (which
+// matters beside a writer), then --seek_nexts Next calls that copy out up to
+// 256 bytes of each value so that the value is really read.
+bool Benchmark::SeekAndScan(ThreadState* t, uint64_t k, const std::string& key) {
+  std::unique_ptr<Iterator> it = db_->NewIterator(read_options_);
+  it->Seek(key);
+  const bool found = it->Valid() && it->key() == Slice(key);
+  char value_buffer[256];
+  for (int64_t j = 0; j < flags_.seek_nexts && it->Valid(); j++) {
+    const Slice v = it->value();
+    std::memcpy(value_buffer, v.data(), std::min(v.size(), sizeof(value_buffer)));
+    t->stats.AddBytes(it->key().size() + v.size());
+    it->Next();
+  }
+  if (!it->status().ok()) Fail("iterator error: key number " + std::to_string(k) + ": " + it->status().ToString());
+  return found;
+}
+
 void Benchmark::SeekRandom(ThreadState* t) {
-  const uint64_t num = static_cast<uint64_t>(flags_.num);
   const uint64_t reads = Reads();
-  const size_t key_size = static_cast<size_t>(flags_.key_size);
-  std::unique_ptr<Iterator> it = db_->NewIterator(MakeReadOptions());
-  std::string key(key_size, '\0');
+  std::string key(static_cast<size_t>(flags_.key_size), '\0');
   uint64_t found = 0;
   for (uint64_t i = 0; i < reads; i++) {
-    const uint64_t k = t->rand.Uniform(num);
-    GenerateKey(k, key.data(), key_size);
-    it->Seek(key);
-    if (it->Valid() && it->key() == Slice(key)) found++;
-    for (int64_t j = 0; j < flags_.seek_nexts && it->Valid(); j++) {
-      t->stats.AddBytes(it->key().size() + it->value().size());
-      it->Next();
-    }
-    if (!it->status().ok()) Fail("iterator error: key number " + std::to_string(k) + ": " + it->status().ToString());
+    const uint64_t k = RandomKey(t, &key);
+    if (SeekAndScan(t, k, key)) found++;
     t->stats.FinishedOps(t->shared->reporter, 1, OpType::kSeek);
   }
   t->stats.AddMessage("(" + std::to_string(found) + " of " + std::to_string(reads) + " found)\n");
@@ -579,20 +646,130 @@ void Benchmark::SeekRandom(ThreadState* t) {
 
 void Benchmark::DeleteRandom(ThreadState* t) {
   const uint64_t num = static_cast<uint64_t>(flags_.num);
-  const size_t key_size = static_cast<size_t>(flags_.key_size);
-  std::string key(key_size, '\0');
+  std::string key(static_cast<size_t>(flags_.key_size), '\0');
   WriteBatch batch;
-  WriteOptions wo;
-  wo.sync = flags_.sync;
   for (uint64_t i = 0; i < num; i++) {
-    const uint64_t k = t->rand.Uniform(num);
-    GenerateKey(k, key.data(), key_size);
+    const uint64_t k = RandomKey(t, &key);
     batch.Clear();
     batch.Delete(key);
-    Status s = db_->Write(wo, &batch);
+    Status s = db_->Write(write_options_, &batch);
     if (!s.ok()) Fail("del error: key number " + std::to_string(k) + ": " + s.ToString());
     t->stats.FinishedOps(t->shared->reporter, 1, OpType::kDelete);
   }
+}
+
+// Thread 0 of readwhilewriting and seekrandomwhilewriting, as db_bench's
+// BGWriter: puts of random keys in [0, num) at full speed until every other
+// thread has finished. Its Stats are excluded from the result line.
+void Benchmark::BackgroundWriter(ThreadState* t) {
+  const size_t value_size = static_cast<size_t>(flags_.value_size);
+  ValueGenerator gen(value_size);
+  std::string key(static_cast<size_t>(flags_.key_size), '\0');
+  SharedState* sh = t->shared;
+  while (sh->num_done.load(std::memory_order_acquire) + 1 < sh->total) {
+    const uint64_t k = RandomKey(t, &key);
+    PutOrFail(k, key, gen.Generate(value_size));
+    t->stats.AddBytes(key.size() + value_size);
+    t->stats.FinishedOps(sh->reporter, 1, OpType::kWrite);
+  }
+}
+
+// db_bench's readrandomwriterandom, one thread doing both: in every 100
+// operations, read_percent Gets first, then the rest Puts, of random keys.
+void Benchmark::ReadRandomWriteRandom(ThreadState* t, int64_t read_percent) {
+  const uint64_t ops = ReadWrites();
+  const size_t value_size = static_cast<size_t>(flags_.value_size);
+  ValueGenerator gen(value_size);
+  std::string key(static_cast<size_t>(flags_.key_size), '\0');
+  std::string value;
+  uint64_t reads = 0, writes = 0, found = 0;
+  int64_t get_weight = 0, put_weight = 0;
+  for (uint64_t i = 0; i < ops; i++) {
+    const uint64_t k = RandomKey(t, &key);
+    if (get_weight == 0 && put_weight == 0) {
+      get_weight = read_percent;
+      put_weight = 100 - read_percent;
+    }
+    if (get_weight > 0) {
+      if (GetOrFail(k, key, &value)) found++;
+      get_weight--;
+      reads++;
+      t->stats.FinishedOps(t->shared->reporter, 1, OpType::kRead);
+    } else {
+      PutOrFail(k, key, gen.Generate(value_size));
+      put_weight--;
+      writes++;
+      t->stats.FinishedOps(t->shared->reporter, 1, OpType::kWrite);
+    }
+  }
+  // db_bench's message, spaces and all; no bytes, so no MB/s.
+  t->stats.AddMessage("( reads:" + std::to_string(reads) + " writes:" + std::to_string(writes) +
+                      " total:" + std::to_string(ops) + " found:" + std::to_string(found) + ")");
+}
+
+// db_bench's updaterandom: read-modify-write of random keys, a Get and then
+// a Put of a new value, counted as one "update".
+void Benchmark::UpdateRandom(ThreadState* t) {
+  const uint64_t ops = ReadWrites();
+  const size_t value_size = static_cast<size_t>(flags_.value_size);
+  ValueGenerator gen(value_size);
+  std::string key(static_cast<size_t>(flags_.key_size), '\0');
+  std::string value;
+  uint64_t found = 0;
+  for (uint64_t i = 0; i < ops; i++) {
+    const uint64_t k = RandomKey(t, &key);
+    if (GetAndCount(t, k, key, &value)) found++;
+    PutOrFail(k, key, gen.Generate(value_size));
+    t->stats.AddBytes(key.size() + value_size);
+    t->stats.FinishedOps(t->shared->reporter, 1, OpType::kUpdate);
+  }
+  t->stats.AddMessage("( updates:" + std::to_string(ops) + " found:" + std::to_string(found) + ")");
+}
+
+// YCSB D (scans false) and E (scans true), which db_bench does not have: in
+// every 100 operations 95 reads first, then 5 inserts of new key numbers
+// (next_insert_, from num upwards, shared by the threads). D's read is a Get
+// of a key drawn from YCSB's "latest" distribution, Zipfian over the key
+// numbers with the newest the most likely; E's is a SeekAndScan from a key
+// number drawn uniformly from all those written so far.
+void Benchmark::ReadOrScanLatestAndInsert(ThreadState* t, bool scans) {
+  const uint64_t ops = ReadWrites();
+  const size_t value_size = static_cast<size_t>(flags_.value_size);
+  ValueGenerator gen(value_size);
+  Zipfian latest(static_cast<uint64_t>(flags_.num), zeta_num_);
+  std::string key(static_cast<size_t>(flags_.key_size), '\0');
+  std::string value;
+  uint64_t reads = 0, inserts = 0, found = 0;
+  int64_t read_weight = 0, insert_weight = 0;
+  for (uint64_t i = 0; i < ops; i++) {
+    if (read_weight == 0 && insert_weight == 0) {
+      read_weight = 95;
+      insert_weight = 5;
+    }
+    if (read_weight > 0) {
+      const uint64_t keys = next_insert_.load(std::memory_order_relaxed);
+      const uint64_t k = scans ? t->rand.Uniform(keys) : keys - 1 - latest.Next(t->rand, keys);
+      GenerateKey(k, key.data(), key.size());
+      if (scans) {
+        if (SeekAndScan(t, k, key)) found++;
+      } else {
+        if (GetAndCount(t, k, key, &value)) found++;
+      }
+      read_weight--;
+      reads++;
+      t->stats.FinishedOps(t->shared->reporter, 1, scans ? OpType::kSeek : OpType::kRead);
+    } else {
+      const uint64_t k = next_insert_.fetch_add(1, std::memory_order_relaxed);
+      GenerateKey(k, key.data(), key.size());
+      PutOrFail(k, key, gen.Generate(value_size));
+      t->stats.AddBytes(key.size() + value_size);
+      insert_weight--;
+      inserts++;
+      t->stats.FinishedOps(t->shared->reporter, 1, OpType::kWrite);
+    }
+  }
+  t->stats.AddMessage(std::string("( ") + (scans ? "scans:" : "reads:") + std::to_string(reads) +
+                      " inserts:" + std::to_string(inserts) + " found:" + std::to_string(found) + ")");
 }
 
 }  // namespace

@@ -23,14 +23,17 @@ struct FlagSpec {
 
 std::vector<FlagSpec> FlagTable(Flags* f) {
   return {
-      {"benchmarks", FlagType::kString, &f->benchmarks,
-       "comma-separated list, run in order: fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, "
-       "deleterandom, stats"},
+      {"benchmarks", FlagType::kString, &f->benchmarks, "comma-separated list, run in order (listed above)"},
       {"num", FlagType::kInt, &f->num, "number of key/values to place in the database (key range [0, num))"},
       {"reads", FlagType::kInt, &f->reads, "read operations per thread; negative: num"},
+      {"writes", FlagType::kInt, &f->writes,
+       "write operations per thread of fillseq, fillrandom and overwrite; 0 or negative: num"},
+      {"readwritepercent", FlagType::kInt, &f->readwritepercent,
+       "percentage of reads among the operations of readrandomwriterandom"},
       {"key_size", FlagType::kInt, &f->key_size, "size of each key in bytes"},
       {"value_size", FlagType::kInt, &f->value_size, "size of each value in bytes"},
-      {"threads", FlagType::kInt, &f->threads, "concurrent threads, each running the whole benchmark"},
+      {"threads", FlagType::kInt, &f->threads,
+       "concurrent threads, each running the whole benchmark (the *whilewriting benchmarks add a writer)"},
       {"histogram", FlagType::kBool, &f->histogram, "print a histogram of operation latencies"},
       {"db", FlagType::kString, &f->db, "database directory (default /tmp/kvbench-<uid>/dbbench)"},
       {"use_existing_db", FlagType::kBool, &f->use_existing_db,
@@ -59,7 +62,8 @@ std::vector<FlagSpec> FlagTable(Flags* f) {
        "if > 0, write secs_elapsed,interval_qps to --report_file every N seconds"},
       {"report_file", FlagType::kString, &f->report_file, "CSV file for --report_interval_seconds"},
       {"seed", FlagType::kInt, &f->seed, "seed base for the key generators; 0: derived from the time"},
-      {"seek_nexts", FlagType::kInt, &f->seek_nexts, "Next() calls after each Seek in seekrandom"},
+      {"seek_nexts", FlagType::kInt, &f->seek_nexts,
+       "Next() calls after each Seek in seekrandom, seekrandomwhilewriting and ycsbe"},
       {"compression_type", FlagType::kString, &f->compression_type,
        "accepted for db_bench compatibility; MatrixKV does not compress, only 'none' is valid"},
       {"use_direct_io", FlagType::kBool, &f->use_direct_io, "O_DIRECT for table reads, flush and compaction"},
@@ -99,7 +103,8 @@ bool ParseBool(std::string_view s, bool* out) {
 void PrintHelp(const std::vector<FlagSpec>& table) {
   std::printf(
       "usage: kvbench [--flag=value ...]\n"
-      "MatrixKV benchmark with db_bench's flags and output (see kvbench(1)).\n\nflags:\n");
+      "MatrixKV benchmark with db_bench's flags and output (see kvbench(1)).\n\nbenchmarks: %s\n\nflags:\n",
+      kBenchmarkNames);
   Flags defaults;
   auto dtable = FlagTable(&defaults);
   for (size_t i = 0; i < table.size(); i++) {
@@ -219,6 +224,8 @@ void ValidateFlags(Flags* f) {
   need(f->block_size >= 256, "--block_size: must be at least 256, got " + std::to_string(f->block_size));
   need(f->report_interval_seconds >= 0,
        "--report_interval_seconds: must not be negative, got " + std::to_string(f->report_interval_seconds));
+  need(f->readwritepercent >= 0 && f->readwritepercent <= 100,
+       "--readwritepercent: must be in [0, 100], got " + std::to_string(f->readwritepercent));
   need(f->seek_nexts >= 0, "--seek_nexts: must not be negative, got " + std::to_string(f->seek_nexts));
   need(f->container_share > 0 && f->container_share <= 1, "--container_share: must be in (0, 1]");
   need(f->column_compaction_threads >= 1, "--column_compaction_threads: must be at least 1");

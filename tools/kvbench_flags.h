@@ -16,6 +16,11 @@
 
 namespace mxfs::kvbench {
 
+// The names --benchmarks accepts (man/kvbench.1 describes each).
+inline constexpr const char* kBenchmarkNames =
+    "fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, deleterandom, readwhilewriting, "
+    "seekrandomwhilewriting, readrandomwriterandom, updaterandom, ycsba, ycsbb, ycsbc, ycsbd, ycsbe, ycsbf, stats";
+
 // The command-line flags, with db_bench's defaults where db_bench has the
 // flag. Thread-safety: written by ParseFlags before any thread starts, then
 // read-only.
@@ -23,6 +28,8 @@ struct Flags {
   std::string benchmarks = "fillrandom,readrandom,stats";
   int64_t num = 1000000;
   int64_t reads = -1;
+  int64_t writes = -1;
+  int64_t readwritepercent = 90;
   int64_t key_size = 16;
   int64_t value_size = 100;
   int64_t threads = 1;
