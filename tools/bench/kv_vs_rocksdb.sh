@@ -2,15 +2,18 @@
 # kv_vs_rocksdb.sh: MatrixKV (kvbench) and RocksDB (db_bench) side by side on
 # the same workload, on the same disk, one after the other.
 #
-# What it runs, in this order (one thread, no compression, fixed seed):
+# What it runs, in this order (no compression, fixed seed):
 #   1. kvbench  --benchmarks=fillrandom,stats   on a fresh DIR/kvbench
 #   2. db_bench --benchmarks=fillrandom,stats   on a fresh DIR/rocksdb
 #   3. kvbench  --benchmarks=readrandom --use_existing_db=1  on DIR/kvbench
 #   4. db_bench --benchmarks=readrandom --use_existing_db=1  on DIR/rocksdb
 # Both get the same --num, --key_size, --value_size, --write_buffer_size,
 # --max_bytes_for_level_base, --target_file_size_base, --bloom_bits,
-# --cache_size, --sync and --histogram=1; db_bench also gets
-# --compression_type=none --statistics=1.
+# --cache_size, --sync, --readwritepercent, --seek_nexts and --histogram=1;
+# db_bench also gets --compression_type=none --statistics=1. A fill runs
+# with --threads=FILL_THREADS --writes=NUM/FILL_THREADS (the threads share
+# the --num writes), every other benchmark with --threads=THREADS
+# --reads=READS/THREADS (the threads share the --reads operations).
 #
 # Then it prints a Markdown table: ops/s, MB/s, P50/P99/P99.9 (from the
 # db_bench-layout histograms) for fillrandom and readrandom, keys found,
@@ -35,7 +38,16 @@
 #
 # Usage: tools/bench/kv_vs_rocksdb.sh [options]
 #   --num N                       keys written by fillrandom (500000)
-#   --reads N                     readrandom reads (default: --num)
+#   --reads N                     operations of each read or mixed benchmark
+#                                 (default: --num)
+#   --fill_threads N              writer threads of each fillrandom (1)
+#   --threads N                   threads of every other benchmark (1); in
+#                                 readwhilewriting and seekrandomwhilewriting
+#                                 the readers, beside which both tools start
+#                                 one writer more
+#   --readwritepercent P          reads among readrandomwriterandom's
+#                                 operations (90, as db_bench)
+#   --seek_nexts N                Next calls after each seek (10)
 #   --key_size B                  (16)
 #   --value_size B                (4096)
 #   --write_buffer_size B         memtable size (67108864)
@@ -55,7 +67,41 @@
 #   --kvbench PATH                (default: $KVBENCH, else <repo>/build/bin/kvbench)
 #   --db_bench PATH               (default: db_bench from PATH)
 #   --seed N                      (1)
-#   --keep                        keep the two DBs afterwards (default: deleted)
+#   --keep                        keep the two DBs (and the pool of
+#                                 --workloads) afterwards (default: deleted)
+#   --contend N                   start N CPU-bound processes (awk busy loops,
+#                                 nice 0) before the first run and stop them
+#                                 after the last, so that both engines run
+#                                 beside the same load; the output gives the
+#                                 load average before they started and at the
+#                                 end of each run (0: none)
+#
+#   --workloads LIST              instead of the default runs: fillrandom on
+#                                 both (kvbench with its WAL and L0 in a pool
+#                                 on --shm of --nvm_size bytes, as (a) of
+#                                 --three_way; RocksDB all on disk), then each
+#                                 benchmark of the comma-separated LIST on
+#                                 both, interleaved (kvbench, db_bench, next
+#                                 benchmark), each on the DB as the previous
+#                                 ones left it, with --use_existing_db=1.
+#                                 LIST: readrandom, readwhilewriting,
+#                                 seekrandom, seekrandomwhilewriting,
+#                                 readrandomwriterandom, updaterandom,
+#                                 overwrite, ycsba..ycsbf. db_bench runs YCSB
+#                                 A, B, C, F as the benchmark kvbench maps
+#                                 them onto (kvbench.1: A, B =
+#                                 readrandomwriterandom 50 and 95%, C =
+#                                 readrandom, F = updaterandom); D and E
+#                                 have no db_bench counterpart and run on
+#                                 kvbench only. Prints one table row per
+#                                 benchmark: ops/s of both and their ratio,
+#                                 P99 and P99.9 of the main operation (write,
+#                                 read, seek or update), the writes per second
+#                                 of the *whilewriting writer (kvbench's
+#                                 "Background writer:" count, RocksDB's
+#                                 rocksdb.number.keys.written ticker, each
+#                                 over the result line's seconds) and the
+#                                 1-minute load average at the end of each run.
 #
 #   --three_way                   instead of the above: three fillrandom runs,
 #                                 (a) kvbench with its WAL and L0 in a pool
@@ -112,7 +158,7 @@
 #   --nvm_size B                  pool size for --three_way (268435456)
 #   --shm DIR                     where the pool and RocksDB's WAL go (/dev/shm)
 #
-# Logs of the four runs stay in DIR/logs/. Exit status: 0 when all four runs
+# Logs of the runs stay in DIR/logs/. Exit status: 0 when all runs
 # succeeded (whether or not the targets are met), 1 otherwise, 2 on bad usage.
 set -euo pipefail
 
@@ -139,6 +185,12 @@ three_way=0
 rocksdb_blob=0
 nvm_size=$((256 << 20))
 shm=/dev/shm
+fill_threads=1
+threads=1
+readwritepercent=90
+seek_nexts=10
+contend=0
+workloads=
 
 usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -189,12 +241,32 @@ while [ $# -gt 0 ]; do
     --db_bench) db_bench=$val ;;
     --nvm_size) need_int "$arg" "$val"; nvm_size=$val ;;
     --shm) shm=$val ;;
+    --fill_threads) need_int "$arg" "$val"; fill_threads=$val ;;
+    --threads) need_int "$arg" "$val"; threads=$val ;;
+    --readwritepercent) need_int "$arg" "$val"; readwritepercent=$val ;;
+    --seek_nexts) need_int "$arg" "$val"; seek_nexts=$val ;;
+    --contend) need_int "$arg" "$val"; contend=$val ;;
+    --workloads) workloads=$val ;;
     *) echo "kv_vs_rocksdb.sh: unknown option $arg (--help lists them)" >&2; exit 2 ;;
   esac
 done
 [ -n "$reads" ] || reads=$num
 if [ "$rocksdb_blob" = 1 ] && [ "$three_way" = 0 ]; then
   echo "kv_vs_rocksdb.sh: --rocksdb_blob needs --three_way" >&2
+  exit 2
+fi
+if [ -n "$workloads" ] && [ "$three_way" = 1 ]; then
+  echo "kv_vs_rocksdb.sh: --workloads and --three_way are two different modes; give one" >&2
+  exit 2
+fi
+for w in ${workloads//,/ }; do
+  case $w in
+    readrandom|readwhilewriting|seekrandom|seekrandomwhilewriting|readrandomwriterandom|updaterandom|overwrite|ycsb[a-f]) ;;
+    *) echo "kv_vs_rocksdb.sh: --workloads: unknown benchmark '$w' (--help lists them)" >&2; exit 2 ;;
+  esac
+done
+if [ "$fill_threads" -lt 1 ] || [ "$threads" -lt 1 ] || [ "$readwritepercent" -gt 100 ]; then
+  echo "kv_vs_rocksdb.sh: --fill_threads and --threads must be at least 1, --readwritepercent at most 100" >&2
   exit 2
 fi
 [ -x "$kvbench" ] || die "kvbench not found at $kvbench (build it: make build/bin/kvbench, or pass --kvbench PATH)"
@@ -212,7 +284,13 @@ mkdir -p "$kvdir" "$rdir"
 common=(--num="$num" --key_size="$key_size" --value_size="$value_size"
   --write_buffer_size="$write_buffer_size" --max_bytes_for_level_base="$max_bytes_for_level_base"
   --target_file_size_base="$target_file_size_base" --bloom_bits="$bloom_bits" --cache_size="$cache_size"
-  --sync="$sync" --threads=1 --histogram=1 --seed="$seed" --compression_type=none)
+  --sync="$sync" --histogram=1 --seed="$seed" --compression_type=none
+  --readwritepercent="$readwritepercent" --seek_nexts="$seek_nexts")
+# The threads of a fill share the --num writes, those of the other
+# benchmarks the --reads operations.
+fill_flags=(--threads="$fill_threads" --writes=$((num / fill_threads)))
+read_flags=(--threads="$threads" --reads=$((reads / threads)))
+threads_said="fill threads $fill_threads, other threads $threads"
 kv_only=()
 rocks_only=(--statistics=1)
 if [ "$direct" = 1 ]; then
@@ -220,14 +298,56 @@ if [ "$direct" = 1 ]; then
   rocks_only+=(--use_direct_reads=1 --use_direct_io_for_flush_and_compaction=1)
 fi
 
+declare -A load_after_run  # log name -> 1-minute load average when the run ended
+# The benchmark running now, in the background so that a signal reaches
+# the trap at once (cleanup stops it) instead of after the benchmark.
+child=
 run() {  # log-name command...
   local name=$1 log=$logs/$1.log
   shift
   echo "+ $*" >"$log"
   echo "== $(date -u +%H:%M:%S) $name (log: $log)" >&2
-  if ! "$@" >>"$log" 2>"$log.stderr"; then
+  "$@" >>"$log" 2>"$log.stderr" &
+  child=$!
+  if ! wait "$child"; then
+    child=
     tail -5 "$log.stderr" >&2
     die "$1 failed; see $log and $log.stderr"
+  fi
+  child=
+  load_after_run[$name]=$(cut -d' ' -f1 /proc/loadavg)
+}
+
+# Cleanup on any exit: the running benchmark, the contenders, then the
+# temporary paths.
+contend_pids=()
+cleanup_paths=()
+cleanup() {
+  if [ -n "$child" ]; then
+    kill "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+  fi
+  if [ ${#contend_pids[@]} -gt 0 ]; then
+    kill "${contend_pids[@]}" 2>/dev/null || true
+    wait "${contend_pids[@]}" 2>/dev/null || true
+  fi
+  if [ ${#cleanup_paths[@]} -gt 0 ]; then rm -rf "${cleanup_paths[@]}"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+load_quiet=$(cut -d' ' -f1-3 /proc/loadavg)
+for ((i = 0; i < contend; i++)); do
+  awk 'BEGIN { for (;;) n++ }' </dev/null >/dev/null 2>&1 &
+  contend_pids+=($!)
+done
+contend_started=$(date -u +%H:%M:%S)
+# contention_said: one line for the summaries.
+contention_said() {
+  if [ "$contend" -gt 0 ]; then
+    echo "contention: $contend CPU-bound process(es) (awk busy loops) beside both engines from $contend_started UTC to the end;"
+    echo "load average (1, 5, 15 min) before they started: $load_quiet."
+  else
+    echo "contention: none started by this script (--contend 0)."
   fi
 }
 
@@ -258,6 +378,15 @@ percentile() {
 }
 found() { sed -nE 's/.*\(([0-9]+) of ([0-9]+) found\).*/\1 of \2/p' "$1" | head -1; }
 ticker() { awk -v t="$2" '$1 == t && $2 == "COUNT" { print $4; exit }' "$1"; }
+# rocks_wa LOG: (flush + compaction bytes) / user bytes from the tickers.
+rocks_wa() {
+  awk -v s=$((key_size + value_size)) '$2 == "COUNT" { t[$1] = $4 }
+    END { k = t["rocksdb.number.keys.written"]; if (k > 0) printf "%.3f", (t["rocksdb.flush.write.bytes"] + t["rocksdb.compact.write.bytes"]) / (k * s); else print "n/a" }' "$1"
+}
+rocks_stall() { awk '$1 == "rocksdb.stall.micros" && $2 == "COUNT" { printf "%.3f", $4 / 1e6; exit }' "$1"; }
+kv_wa() { sed -nE 's/^Write amplification: ([0-9.]+|n\/a).*/\1/p' "$1" | head -1; }
+kv_stall() { sed -nE 's/^Stall time: ([0-9.]+) seconds.*/\1/p' "$1" | head -1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2fx", a / b; else print "-" }'; }
 
 if [ "$three_way" = 1 ]; then
   command -v gnuplot >/dev/null || echo "kv_vs_rocksdb.sh: gnuplot not found (Debian: gnuplot-nox); no PNG" >&2
@@ -271,35 +400,35 @@ if [ "$three_way" = 1 ]; then
   rm -f "$logs"/db_bench_blob_*  # so a run without --rocksdb_blob leaves none from an earlier run
   mkdir -p "$sdir"
   if [ "$rocksdb_blob" = 1 ]; then mkdir -p "$bdir"; fi
-  trap 'rm -rf "$pool" "$wal"' EXIT
+  cleanup_paths+=("$pool" "$wal")
   rep_flags() { echo "--report_interval_seconds=1 --report_file=$logs/$1.csv"; }
   started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   # shellcheck disable=SC2046
-  run kvbench_pool_fill "$kvbench" --benchmarks=fillrandom,stats --db="$kvdir" "${common[@]}" "${kv_only[@]}" \
+  run kvbench_pool_fill "$kvbench" --benchmarks=fillrandom,stats --db="$kvdir" "${common[@]}" "${fill_flags[@]}" "${kv_only[@]}" \
     --nvm_path="$pool" --nvm_size="$nvm_size" $(rep_flags kvbench_pool_fill)
   # shellcheck disable=SC2046
-  run db_bench_disk_fill "$db_bench" --benchmarks=fillrandom,stats --db="$rdir" "${common[@]}" "${rocks_only[@]}" \
+  run db_bench_disk_fill "$db_bench" --benchmarks=fillrandom,stats --db="$rdir" "${common[@]}" "${fill_flags[@]}" "${rocks_only[@]}" \
     $(rep_flags db_bench_disk_fill)
   # shellcheck disable=SC2046
-  run db_bench_shmwal_fill "$db_bench" --benchmarks=fillrandom,stats --db="$sdir" --wal_dir="$wal" "${common[@]}" \
+  run db_bench_shmwal_fill "$db_bench" --benchmarks=fillrandom,stats --db="$sdir" --wal_dir="$wal" "${common[@]}" "${fill_flags[@]}" \
     "${rocks_only[@]}" $(rep_flags db_bench_shmwal_fill)
   if [ "$rocksdb_blob" = 1 ]; then
     # shellcheck disable=SC2046
-    run db_bench_blob_fill "$db_bench" --benchmarks=fillrandom,stats --db="$bdir" "${common[@]}" "${rocks_only[@]}" \
+    run db_bench_blob_fill "$db_bench" --benchmarks=fillrandom,stats --db="$bdir" "${common[@]}" "${fill_flags[@]}" "${rocks_only[@]}" \
       "${blob_flags[@]}" $(rep_flags db_bench_blob_fill)
   fi
   # readrandom after the load, on (a) and (b) (c differs from b only in its WAL).
   if [ "$reads" -gt 0 ]; then
     drop
-    run kvbench_pool_read "$kvbench" --benchmarks=readrandom --use_existing_db=1 --reads="$reads" --db="$kvdir" \
+    run kvbench_pool_read "$kvbench" --benchmarks=readrandom --use_existing_db=1 "${read_flags[@]}" --db="$kvdir" \
       "${common[@]}" "${kv_only[@]}" --nvm_path="$pool" --nvm_size="$nvm_size"
     drop
-    run db_bench_disk_read "$db_bench" --benchmarks=readrandom --use_existing_db=1 --reads="$reads" --db="$rdir" \
+    run db_bench_disk_read "$db_bench" --benchmarks=readrandom --use_existing_db=1 "${read_flags[@]}" --db="$rdir" \
       "${common[@]}" "${rocks_only[@]}"
     if [ "$rocksdb_blob" = 1 ]; then
       drop
-      run db_bench_blob_read "$db_bench" --benchmarks=readrandom --use_existing_db=1 --reads="$reads" --db="$bdir" \
+      run db_bench_blob_read "$db_bench" --benchmarks=readrandom --use_existing_db=1 "${read_flags[@]}" --db="$bdir" \
         "${common[@]}" "${rocks_only[@]}" "${blob_flags[@]}"
     fi
   fi
@@ -322,7 +451,7 @@ if [ "$three_way" = 1 ]; then
     blob_plot=", \"$csv\" using 1:5 with lines title \"RocksDB + BlobDB, all on disk\""
   fi
   if command -v gnuplot >/dev/null; then
-    gnuplot <<GP
+    gnuplot <<GP || echo "kv_vs_rocksdb.sh: gnuplot drew no $logs/throughput.png (a run too short for a point?)" >&2
 set terminal pngcairo size 1000,500 noenhanced
 set output "$logs/throughput.png"
 set datafile separator ","
@@ -349,11 +478,6 @@ GP
   }
   # blob CMD...: CMD's output for the BlobDB column, nothing without --rocksdb_blob.
   blob() { if [ "$rocksdb_blob" = 1 ]; then "$@"; fi; }
-  rocks_wa() {
-    awk -v s=$((key_size + value_size)) '$2 == "COUNT" { t[$1] = $4 }
-      END { k = t["rocksdb.number.keys.written"]; if (k > 0) printf "%.3f", (t["rocksdb.flush.write.bytes"] + t["rocksdb.compact.write.bytes"]) / (k * s); else print "n/a" }' "$1"
-  }
-  rocks_stall() { awk '$1 == "rocksdb.stall.micros" && $2 == "COUNT" { printf "%.3f", $4 / 1e6; exit }' "$1"; }
   # L1 row of the compaction stats: Comp(cnt) is field 17; input MB = Rd(MB/s) x Comp(sec).
   rocks_l01() {
     awk '$1 == "L1" && $2 ~ /\// && !done { done = 1; n = $17; if (n > 0) printf "%d, %.1f MB", n, $13 * $15 / n; else print "0" }' "$1"
@@ -364,7 +488,7 @@ GP
   }
   echo
   echo "three-way fillrandom: $num keys of $key_size B, values of $value_size B; write_buffer_size $write_buffer_size,"
-  echo "target_file_size_base $target_file_size_base, 1 thread, no compression, sync=$sync, seed $seed;"
+  echo "target_file_size_base $target_file_size_base, $threads_said, no compression, sync=$sync, seed $seed;"
   echo "pool $nvm_size bytes on $shm ($(df -PT "$shm" | awk 'NR==2 {print $2}')); disk: $dir ($(df -PT "$dir" | awk 'NR==2 {print $2}'));"
   echo "(c) moves only RocksDB's WAL (--wal_dir): db_bench $("$db_bench" --version 2>/dev/null | awk '{print $NF}') cannot place L0 apart."
   if [ "$rocksdb_blob" = 1 ]; then
@@ -372,6 +496,7 @@ GP
   fi
   echo "ran $started .. $finished; repository at $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown);"
   echo "load average (1, 5, 15 min) before: $load_before, after: $load_after, on $(nproc) CPUs."
+  contention_said
   grep -h -m1 "^NVM split:" "$kf" || true
   echo
   trow metric "MatrixKV (pool)" "RocksDB (disk)" "RocksDB (WAL on $shm)" "RocksDB + BlobDB (disk)"
@@ -382,11 +507,9 @@ GP
     trow "write $p (us)" "$(percentile "$kf" $p)" "$(percentile "$rf" $p)" "$(percentile "$sf" $p)" \
       "$(blob percentile "$bf" $p)"
   done
-  trow "write amplification" \
-    "$(sed -nE 's/^Write amplification: ([0-9.]+|n\/a).*/\1/p' "$kf" | head -1)" "$(rocks_wa "$rf")" "$(rocks_wa "$sf")" \
+  trow "write amplification" "$(kv_wa "$kf")" "$(rocks_wa "$rf")" "$(rocks_wa "$sf")" \
     "$(blob rocks_wa "$bf")"
-  trow "stall time (s)" "$(sed -nE 's/^Stall time: ([0-9.]+) seconds.*/\1/p' "$kf" | head -1)" \
-    "$(rocks_stall "$rf")" "$(rocks_stall "$sf")" "$(blob rocks_stall "$bf")"
+  trow "stall time (s)" "$(kv_stall "$kf")" "$(rocks_stall "$rf")" "$(rocks_stall "$sf")" "$(blob rocks_stall "$bf")"
   trow "L0->L1 compactions (count, avg input)" "$(kv_l01 "$kf")" "$(rocks_l01 "$rf")" \
     "$(rocks_l01 "$sf")" "$(blob rocks_l01 "$bf")"
   # Troughs: the slowest whole second after warm-up (the first 10% of the
@@ -428,6 +551,126 @@ GP
   exit 0
 fi
 
+if [ -n "$workloads" ]; then
+  pool=$shm/kv_vs_rocksdb-$$.pool
+  if [ "$keep" = 0 ]; then cleanup_paths+=("$pool"); fi
+  kv_pool=(--nvm_path="$pool" --nvm_size="$nvm_size")
+  # rocks_bench W: the db_bench benchmark that runs kvbench's W, and its
+  # --readwritepercent; nothing for YCSB D and E.
+  rocks_bench() {
+    case $1 in
+      ycsba) echo "readrandomwriterandom 50" ;;
+      ycsbb) echo "readrandomwriterandom 95" ;;
+      ycsbc) echo "readrandom $readwritepercent" ;;
+      ycsbf) echo "updaterandom $readwritepercent" ;;
+      ycsbd|ycsbe) ;;
+      *) echo "$1 $readwritepercent" ;;
+    esac
+  }
+  # main_op W: the operation whose latency the table shows.
+  main_op() {
+    case $1 in
+      fillrandom|overwrite) echo write ;;
+      seekrandom|seekrandomwhilewriting|ycsbe) echo seek ;;
+      updaterandom|ycsbf) echo update ;;
+      *) echo read ;;
+    esac
+  }
+  started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  run kvbench_fill "$kvbench" --benchmarks=fillrandom,stats --db="$kvdir" "${common[@]}" "${fill_flags[@]}" \
+    "${kv_only[@]}" "${kv_pool[@]}"
+  run db_bench_fill "$db_bench" --benchmarks=fillrandom,stats --db="$rdir" "${common[@]}" "${fill_flags[@]}" \
+    "${rocks_only[@]}"
+  for w in ${workloads//,/ }; do
+    drop
+    run "kvbench_$w" "$kvbench" --benchmarks="$w" --use_existing_db=1 --db="$kvdir" "${common[@]}" "${read_flags[@]}" \
+      "${kv_only[@]}" "${kv_pool[@]}"
+    rb=$(rocks_bench "$w")
+    if [ -n "$rb" ]; then
+      drop
+      run "db_bench_$w" "$db_bench" --benchmarks="${rb% *}" --use_existing_db=1 --db="$rdir" "${common[@]}" \
+        "${read_flags[@]}" "${rocks_only[@]}" --readwritepercent="${rb#* }"
+    fi
+  done
+  finished=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+  load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+  # percentile_of LOG OP P: P ("P99") of the "Microseconds per OP:" histogram.
+  percentile_of() {
+    awk -v t="Microseconds per $2:" -v p="$3:" '$0 == t { in_t = 1; next }
+      in_t && /^Percentiles:/ { for (i = 1; i < NF; i++) if ($i == p) { print $(i + 1); exit } }' "$1"
+  }
+  per_sec() { awk -v n="$1" -v s="$2" 'BEGIN { if (n ~ /^[0-9]+$/ && s > 0) printf "%d", n / s; else print "-" }'; }
+  # row LABEL KEY KV_NAME ROCKS_NAME OP: the table row of kvbench's
+  # KV_NAME, run by db_bench as ROCKS_NAME (empty: not run on RocksDB),
+  # from the logs kvbench_KEY.log and db_bench_KEY.log.
+  row() {
+    local label=$1 kn=$3 rn=$4 op=$5 kl=$logs/kvbench_$2.log rl=$logs/db_bench_$2.log
+    local ko rload=- ro=- rp99=- rp999=- kw=- rw=-
+    ko=$(result_field "$kl" "$kn" 2)
+    if [ -n "$rn" ]; then
+      ro=$(result_field "$rl" "$rn" 2)
+      rp99=$(percentile_of "$rl" "$op" P99)
+      rp999=$(percentile_of "$rl" "$op" P99.9)
+      rload=${load_after_run[db_bench_$2]:-?}
+    fi
+    if [[ $kn == *whilewriting ]]; then
+      kw=$(per_sec "$(awk '/^Background writer:/ { print $3; exit }' "$kl")" "$(result_field "$kl" "$kn" 3)")
+      [ -z "$rn" ] || rw=$(per_sec "$(ticker "$rl" rocksdb.number.keys.written)" "$(result_field "$rl" "$rn" 3)")
+    fi
+    printf '| %s | %s | %s | %s | %s / %s | %s / %s | %s / %s | %s / %s |\n' "$label" "${ko:-?}" "${ro:-?}" \
+      "$(ratio "$ko" "$ro")" "$(percentile_of "$kl" "$op" P99)" "$rp99" "$(percentile_of "$kl" "$op" P99.9)" "$rp999" \
+      "$kw" "$rw" "${load_after_run[kvbench_$2]:-?}" "$rload"
+  }
+  # label_of W: W's name in the table, with its parameters.
+  label_of() {
+    local rb
+    rb=$(rocks_bench "$1")
+    case $1 in
+      readrandomwriterandom) echo "$1 ($readwritepercent% reads)" ;;
+      seekrandom|seekrandomwhilewriting) echo "$1 ($seek_nexts nexts)" ;;
+      ycsba|ycsbb) echo "$1 (db_bench: ${rb% *}, ${rb#* }% reads)" ;;
+      ycsbc|ycsbf) echo "$1 (db_bench: ${rb% *})" ;;
+      ycsbd) echo "$1 (kvbench only)" ;;
+      ycsbe) echo "$1 ($seek_nexts nexts; kvbench only)" ;;
+      *) echo "$1" ;;
+    esac
+  }
+
+  echo
+  echo "kvbench vs db_bench, mixed workloads: fillrandom of $num keys of $key_size B, values of $value_size B, then"
+  echo "${workloads//,/, } on the loaded DBs, interleaved; $reads operations per benchmark; $threads_said;"
+  echo "readwritepercent $readwritepercent, seek_nexts $seek_nexts; write_buffer_size $write_buffer_size,"
+  echo "max_bytes_for_level_base $max_bytes_for_level_base, target_file_size_base $target_file_size_base,"
+  echo "bloom_bits $bloom_bits, cache_size $cache_size, no compression, sync=$sync, seed $seed;"
+  echo "MatrixKV with its WAL and L0 in a pool of $nvm_size bytes on $shm ($(df -PT "$shm" | awk 'NR==2 {print $2}')),"
+  echo "RocksDB $("$db_bench" --version 2>/dev/null | awk '{print $NF}') all on disk: $dir ($(df -PT "$dir" | awk 'NR==2 {print $2}'))."
+  if grep -q 'Assertions are enabled' "$logs/db_bench_fill.log"; then
+    echo "note: this db_bench build has assertions enabled (it prints so); RocksDB pays for them here."
+  fi
+  echo "ran $started .. $finished; repository at $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown);"
+  echo "load average (1, 5, 15 min) before: $load_before, after: $load_after, on $(nproc) CPUs."
+  contention_said
+  grep -h -m1 "^NVM split:" "$logs/kvbench_fill.log" || true
+  echo
+  echo "| benchmark | MatrixKV ops/s | RocksDB ops/s | MatrixKV / RocksDB | P99 us (MatrixKV / RocksDB) | P99.9 us | writer beside, writes/s | load at end |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+  row "fillrandom, $fill_threads thread(s)" fill fillrandom fillrandom write
+  for w in ${workloads//,/ }; do
+    rb=$(rocks_bench "$w")
+    row "$(label_of "$w")" "$w" "$w" "${rb% *}" "$(main_op "$w")"
+  done
+  echo
+  echo "fillrandom: write amplification MatrixKV $(kv_wa "$logs/kvbench_fill.log"), RocksDB $(rocks_wa "$logs/db_bench_fill.log") (no WAL);"
+  echo "stall time MatrixKV $(kv_stall "$logs/kvbench_fill.log") s, RocksDB $(rocks_stall "$logs/db_bench_fill.log") s."
+  echo "P99/P99.9: of the write, read, seek or update histogram (readrandomwriterandom, ycsba, ycsbb: the reads);"
+  echo "the *whilewriting rows count the readers only, the writer's puts are in \"writer beside\"."
+  echo "logs: $logs"
+  if [ "$keep" = 0 ]; then rm -rf "$kvdir" "$rdir"; fi
+  exit 0
+fi
+
 started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 # What else is using the CPU (a 1-second sample; processes at >= 5%).
@@ -437,15 +680,15 @@ busy() {
          END { for (p in n) printf "%s%s x%d (%d%% CPU)", (k++ ? ", " : ""), p, n[p], c[p]; if (!k) printf "nothing" }'
 }
 busy_before=$(busy)
-run kvbench_fill "$kvbench" --benchmarks=fillrandom,stats --db="$kvdir" "${common[@]}" "${kv_only[@]}"
-run db_bench_fill "$db_bench" --benchmarks=fillrandom,stats --db="$rdir" "${common[@]}" "${rocks_only[@]}"
+run kvbench_fill "$kvbench" --benchmarks=fillrandom,stats --db="$kvdir" "${common[@]}" "${fill_flags[@]}" "${kv_only[@]}"
+run db_bench_fill "$db_bench" --benchmarks=fillrandom,stats --db="$rdir" "${common[@]}" "${fill_flags[@]}" "${rocks_only[@]}"
 kv_size=$(du -sb "$kvdir" | cut -f1)
 r_size=$(du -sb "$rdir" | cut -f1)
 drop
-run kvbench_read "$kvbench" --benchmarks=readrandom --use_existing_db=1 --reads="$reads" --db="$kvdir" \
+run kvbench_read "$kvbench" --benchmarks=readrandom --use_existing_db=1 "${read_flags[@]}" --db="$kvdir" \
   "${common[@]}" "${kv_only[@]}"
 drop
-run db_bench_read "$db_bench" --benchmarks=readrandom --use_existing_db=1 --reads="$reads" --db="$rdir" \
+run db_bench_read "$db_bench" --benchmarks=readrandom --use_existing_db=1 "${read_flags[@]}" --db="$rdir" \
   "${common[@]}" "${rocks_only[@]}"
 finished=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -456,8 +699,8 @@ rf=$logs/db_bench_fill.log
 kr=$logs/kvbench_read.log
 rr=$logs/db_bench_read.log
 
-kv_wa=$(sed -nE 's/^Write amplification: ([0-9.]+|n\/a).*/\1/p' "$kf" | head -1)
-kv_stall=$(sed -nE 's/^Stall time: ([0-9.]+) seconds.*/\1/p' "$kf" | head -1)
+kv_wa=$(kv_wa "$kf")
+kv_stall=$(kv_stall "$kf")
 r_flush=$(ticker "$rf" rocksdb.flush.write.bytes)
 r_comp=$(ticker "$rf" rocksdb.compact.write.bytes)
 r_wal=$(ticker "$rf" rocksdb.wal.bytes)
@@ -469,7 +712,6 @@ r_wa_wal=$(awk -v f="${r_flush:-0}" -v c="${r_comp:-0}" -v w="${r_wal:-0}" -v k=
   -v s=$((key_size + value_size)) 'BEGIN { if (k > 0) printf "%.3f", (f + c + w) / (k * s); else print "n/a" }')
 r_stall_s=$(awk -v m="${r_stall:-0}" 'BEGIN { printf "%.3f", m / 1e6 }')
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2fx", a / b; else print "-" }'; }
 row() { printf '| %s | %s | %s | %s |\n' "$1" "${2:-?}" "${3:-?}" "${4:-}"; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 
@@ -483,7 +725,7 @@ echo
 echo "kvbench vs db_bench: fillrandom then readrandom; $num keys of $key_size B, values of $value_size B;"
 echo "write_buffer_size $write_buffer_size, max_bytes_for_level_base $max_bytes_for_level_base,"
 echo "target_file_size_base $target_file_size_base, bloom_bits $bloom_bits, cache_size $cache_size;"
-echo "1 thread, no compression, sync=$sync, seed $seed; direct I/O (O_DIRECT): $([ "$direct" = 1 ] && echo yes || echo 'no (page cache in use)');"
+echo "$threads_said, no compression, sync=$sync, seed $seed; direct I/O (O_DIRECT): $([ "$direct" = 1 ] && echo yes || echo 'no (page cache in use)');"
 if [ "$drop_caches" = 1 ]; then
   echo "page cache dropped before each readrandom: $([ "$drop_failed" = 0 ] && echo yes || echo 'tried, failed')."
 fi
@@ -494,6 +736,7 @@ echo "ran $started .. $finished in $dir ($(df -PT "$dir" | awk 'NR==2 {print $2}
 dirty=$(git -C "$repo" status --porcelain -- base ssd nvm kvcore tools/kvbench.cc 2>/dev/null | wc -l)
 echo "repository at $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown) ($dirty uncommitted engine files); kvbench binary $kvbench built $(date -u -r "$kvbench" '+%H:%M UTC')."
 echo "load average (1, 5, 15 min) before: $load_before, after: $load_after."
+contention_said
 echo "other processes at >= 5% CPU before: $busy_before; after: $busy_after."
 echo
 row "metric" "kvbench (MatrixKV)" "db_bench (RocksDB $("$db_bench" --version 2>/dev/null | awk '{print $NF}'))" "kvbench / db_bench"
