@@ -34,17 +34,21 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/logging.h"
@@ -230,29 +234,130 @@ std::string Absolute(const std::string& p) {
   return p;
 }
 
-// True when path is already a mount point (listed in /proc/self/mountinfo).
-bool IsMounted(const std::string& path) {
+// One line of /proc/self/mountinfo: where, what type, from what.
+struct MountEntry {
+  std::string mountpoint;
+  std::string fstype;
+  std::string source;
+};
+
+// mountinfo escapes space, tab, newline and backslash as \ooo (octal).
+std::string Unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      out.push_back(static_cast<char>(std::strtol(s.substr(i + 1, 3).c_str(), nullptr, 8)));
+      i += 3;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+std::vector<MountEntry> Mounts() {
+  std::vector<MountEntry> out;
   std::ifstream in("/proc/self/mountinfo");
   std::string line;
   while (std::getline(in, line)) {
-    // id parent major:minor root mountpoint ...
+    // id parent major:minor root mountpoint options [optional...] - fstype source superoptions
+    std::vector<std::string> f;
     size_t p = 0;
-    for (int field = 0; field < 4 && p != std::string::npos; ++field) p = line.find(' ', p + 1);
-    if (p == std::string::npos) continue;
-    size_t e = line.find(' ', p + 1);
-    std::string mp = line.substr(p + 1, e - p - 1);
-    std::string dec;
-    for (size_t i = 0; i < mp.size(); ++i) {
-      if (mp[i] == '\\' && i + 3 < mp.size()) {
-        dec.push_back(static_cast<char>(std::strtol(mp.substr(i + 1, 3).c_str(), nullptr, 8)));
-        i += 3;
-      } else {
-        dec.push_back(mp[i]);
-      }
+    while (p <= line.size()) {
+      size_t e = line.find(' ', p);
+      if (e == std::string::npos) e = line.size();
+      f.push_back(line.substr(p, e - p));
+      p = e + 1;
     }
-    if (dec == path) return true;
+    auto dash = std::find(f.begin(), f.end(), "-");
+    if (f.size() < 5 || dash == f.end() || f.end() - dash < 3) continue;
+    out.push_back({Unescape(f[4]), Unescape(dash[1]), Unescape(dash[2])});
+  }
+  return out;
+}
+
+// True when path is already a mount point.
+bool IsMounted(const std::string& path) {
+  for (const auto& m : Mounts()) {
+    if (m.mountpoint == path) return true;
   }
   return false;
+}
+
+// Where datadir (absolute) is mounted by a matrixfs daemon (its fsname), or "".
+std::string MountedAt(const std::string& datadir) {
+  for (const auto& m : Mounts()) {
+    if (m.fstype == "fuse.matrixfs" && m.source == datadir) return m.mountpoint;
+  }
+  return "";
+}
+
+// The process holding the flock on path (from /proc/locks), or -1.
+pid_t LockHolder(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return -1;
+  char id[64];
+  std::snprintf(id, sizeof(id), "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
+                static_cast<unsigned long long>(st.st_ino));
+  std::ifstream in("/proc/locks");
+  std::string line;
+  while (std::getline(in, line)) {
+    // "1: FLOCK  ADVISORY  WRITE 1234 00:1f:5678 0 EOF"; "-> " marks a waiter.
+    std::istringstream ls(line);
+    std::string n, type, kind, mode, pid, dev;
+    if (!(ls >> n >> type) || type == "->") continue;
+    if (!(ls >> kind >> mode >> pid >> dev)) continue;
+    if (type == "FLOCK" && dev == id) return static_cast<pid_t>(std::strtol(pid.c_str(), nullptr, 10));
+  }
+  return -1;
+}
+
+std::string Comm(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string c;
+  std::getline(in, c);
+  return c;
+}
+
+// How long a mount waits for the daemon that served the instance until
+// moments ago: umount(2) of a FUSE mount returns before that daemon has
+// closed the database (the kernel sends no DESTROY it would wait for), and
+// scripts and systemd mount again at once.
+constexpr int kExitWaitSeconds = 30;
+
+// MatrixFs::Open, waiting for a database lock that an exiting matrixfs
+// daemon still holds: the lock is held by a process named matrixfs while no
+// mount of the instance exists (umount(2) returned, or SIGTERM unmounted).
+// An instance that is mounted, or locked by another program (fsck.matrixfs),
+// fails at once; a wait says so on stderr after a second and ends after
+// kExitWaitSeconds.
+Result<std::unique_ptr<MatrixFs>> OpenInstance(const std::string& datadir, const MountConfig& cfg) {
+  const auto start = std::chrono::steady_clock::now();
+  bool said = false;
+  while (true) {
+    auto fs = MatrixFs::Open(datadir, cfg);
+    if (fs || !fs.error().IsBusy()) return fs;
+    const std::string at = MountedAt(datadir);
+    if (!at.empty()) return Err(Status::Busy(datadir + " is already mounted on " + at));
+    const std::string lock = KvPath(datadir) + "/LOCK";
+    const pid_t holder = LockHolder(lock);
+    const std::string comm = holder > 0 ? Comm(holder) : "";
+    const std::string who = holder > 0 ? comm + " (pid " + std::to_string(holder) + ")" : "another process";
+    if (holder > 0 && comm != "matrixfs") {
+      return Err(Status::Busy(datadir + " is in use: " + who + " holds " + lock));
+    }
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (waited >= std::chrono::seconds(kExitWaitSeconds)) {
+      return Err(Status::Busy(datadir + " is already mounted or still in use: " + who + " has held " + lock +
+                              " for " + std::to_string(kExitWaitSeconds) + " s without a mount of it"));
+    }
+    if (!said && waited >= std::chrono::seconds(1)) {
+      std::fprintf(stderr, "matrixfs: %s: waiting for %s, which served it, to exit (at most %d s)\n",
+                   datadir.c_str(), who.c_str(), kExitWaitSeconds);
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 // Why the kernel will not offer FUSE over io_uring, or "" when it may
@@ -324,7 +429,7 @@ int Serve(const Args& a, int report_fd) {
   cfg.mountpoint = Absolute(a.mountpoint);
   cfg.container_share = a.container_share;
   cfg.passthrough = a.fuse_passthrough;
-  auto fs = MatrixFs::Open(a.datadir, cfg);
+  auto fs = OpenInstance(a.datadir, cfg);
   if (!fs) {
     Report(report_fd, fs.error().ToString());
     return 1;
@@ -417,10 +522,12 @@ int Serve(const Args& a, int report_fd) {
   fuse_loop_cfg_destroy(lc);
   // The rings hold the /dev/fuse file: close them before unmounting.
   if (uring) uring->Stop();
+  // The database first: after umount(2) nothing is served any more, and a
+  // mount that follows at once waits for its lock (OpenInstance).
+  Status s = (*fs)->Close();
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
-  Status s = (*fs)->Close();
   if (!s.ok()) {
     MXFS_LOG_ERROR("closing %s: %s", a.datadir.c_str(), s.ToString().c_str());
     return 1;
