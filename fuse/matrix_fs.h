@@ -53,9 +53,9 @@
 // the names of the entries of its last reply (one buffer's worth) with their
 // cookies, and the next call Seeks the iterator just past the name behind
 // the kernel's offset. Entries added or removed meanwhile therefore never
-// make the listing repeat or skip the others. '.', '..' (and '.matrixfs' at
-// the root) take the first cookies. readdirplus counts a lookup for every
-// entry it returns except '.' and '..'.
+// make the listing repeat or skip the others. '.' and '..' take the first
+// cookies; the root's '.matrixfs' is found by lookup but never listed.
+// readdirplus counts a lookup for every entry it returns except '.' and '..'.
 //
 // Kernel caches: entries, negative entries and attributes are cached for a
 // day (entry/attr timeout 86400 s). That is safe because every change goes

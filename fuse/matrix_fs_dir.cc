@@ -111,7 +111,9 @@ Status MatrixFs::FillDir(fuse_req_t req, uint64_t ino, size_t size, off_t off, D
     }
     synth.emplace_back(".", dot(ino, S_IFDIR));
     synth.emplace_back("..", dot(parent, S_IFDIR));
-    if (ino == kRootIno) synth.emplace_back(kMatrixDirName, dot(kVirtDir, S_IFDIR));
+    // .matrixfs is reachable by name (Lookup) but not listed: tools that
+    // compare or copy a whole mount (diff -r, rsync, cp -a, tar) would
+    // otherwise trip over it, as over any filesystem's control files.
   }
   const uint64_t nsynth = synth.size();
   uint64_t o = static_cast<uint64_t>(off);

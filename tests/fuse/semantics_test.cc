@@ -1,6 +1,7 @@
 // Linux semantics that scripts and tools rely on (issue 19), each checked
 // through a real mount and, where one applies, against tmpfs or ext4 as the
-// oracle: a mount right after umount.
+// oracle: a mount right after umount; the control directory reachable by
+// name only.
 #include <sys/file.h>
 #include <sys/mount.h>
 
@@ -67,4 +68,26 @@ TEST_CASE("Mount: a mounted or otherwise locked instance fails at once, naming t
   REQUIRE(rc2 != 0);
   REQUIRE(out2.find("in use: flock (pid") != std::string::npos);
   REQUIRE(out2.find("waiting") == std::string::npos);
+}
+
+TEST_CASE("Mount: .matrixfs is reachable by name but not listed, so a copy of the mount equals it", "[fuse][mount]") {
+  MountFixture m;
+  REQUIRE(mkdir(m.P("d").c_str(), 0755) == 0);
+  REQUIRE(WriteAll(m.P("d/f"), "data"));
+  REQUIRE(WriteAll(m.P("top"), "t"));
+  auto [rc, ls] = RunShell("ls -a " + m.mnt());
+  REQUIRE(rc == 0);
+  REQUIRE(ls == ".\n..\nd\ntop\n");
+  struct stat st;
+  REQUIRE(stat(m.P(".matrixfs").c_str(), &st) == 0);
+  REQUIRE(S_ISDIR(st.st_mode));
+  REQUIRE(ReadAll(m.P(".matrixfs/stats")).find("MatrixFS") != std::string::npos);
+  // What tools that copy or compare a whole tree see (tmpfs-free oracle:
+  // the copy is an ordinary directory).
+  const std::string copy = m.root() + "/copy";
+  REQUIRE(RunShell("cp -a " + m.mnt() + " " + copy).first == 0);
+  auto [drc, dout] = RunShell("diff -r " + m.mnt() + " " + copy);
+  INFO(dout);
+  REQUIRE(drc == 0);
+  REQUIRE(access((copy + "/.matrixfs").c_str(), F_OK) != 0);
 }

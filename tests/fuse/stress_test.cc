@@ -30,7 +30,7 @@ void Walk(const std::string& dir, Tree* t) {
   std::vector<std::string> names;
   while (struct dirent* de = readdir(d)) {
     std::string n = de->d_name;
-    if (n == "." || n == ".." || n == ".matrixfs") continue;
+    if (n == "." || n == "..") continue;
     names.push_back(n);
   }
   closedir(d);

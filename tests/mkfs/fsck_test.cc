@@ -126,7 +126,7 @@ size_t Walk(const std::string& dir) {
   if (d == nullptr) return 0;
   while (struct dirent* de = readdir(d)) {
     std::string name = de->d_name;
-    if (name == "." || name == ".." || name == ".matrixfs") continue;
+    if (name == "." || name == "..") continue;
     ++n;
     std::string p = dir + "/" + name;
     struct stat st;
