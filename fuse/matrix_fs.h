@@ -33,6 +33,8 @@
 //   matrix_fs_ops.cc        the low-level op table (static callbacks), the
 //                           KernelChannel's I/O hooks
 //   matrix_fs_util.cc       ToErrno, clocks, names, caller credentials
+// (fuse/page_cache_inval.h: the thread that drops cached pages after a
+// direct write.)
 //
 // In-memory inode table: per stripe, a map from ino to Node holding the
 // kernel's lookup count, the open count, the cached attributes (this daemon
@@ -99,6 +101,7 @@
 
 #include "base/status.h"
 #include "fuse/kernel_channel.h"
+#include "fuse/page_cache_inval.h"
 #include "fuse/schema.h"
 #include "fuse/superblock.h"
 #include "kvcore/include/db.h"
@@ -242,6 +245,11 @@ class MatrixFs {
     int32_t backing_id = 0;
     int64_t pt_mtime_ns = 0;
     bool pt_dirty = false;  // attr holds reconciled values not yet committed
+    // A direct (O_DIRECT) write reached the inode since its last open: the
+    // next open drops the kernel's page cache of it (keep_cache off), in
+    // case the range invalidation after that write came late
+    // (fuse/page_cache_inval.h).
+    bool direct_written = false;
   };
   // A stripe's mutex is a plain std::mutex: AssertHeld asks glibc which
   // thread holds it (base/lock_check.h), in every build.
@@ -336,6 +344,10 @@ class MatrixFs {
   // set-id bits go in the operation's own batch (see KilledSetIdBits).
   Status DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, int to_set, bool kill_suidgid,
                    InodeAttr* out);
+  // After a committed O_DIRECT write of [off, off + size): pages of that
+  // range the kernel cached meanwhile are dropped before the reply
+  // (fuse/page_cache_inval.h).
+  void DirectWritten(uint64_t ino, uint64_t off, size_t size);
   // writeback: the WRITE carries cached pages (fi->writepage); it keeps c/mtime.
   Status DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t size, uint64_t off, bool kill_suidgid,
                  bool writeback);
@@ -376,6 +388,7 @@ class MatrixFs {
   std::unique_ptr<DB> db_;
   FileSystem* const fs_;
   KernelChannel channel_;
+  std::unique_ptr<PageCacheInval> inval_;  // from InstallChannel until Close
   int64_t mount_time_ns_ = 0;
   uint64_t generation_ = 1;
 

@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "base/logging.h"
 #include "fuse/kernel_channel.h"
@@ -35,6 +36,7 @@ void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     return;
   }
   Status s;
+  bool drop_cache = false;
   {
     InodeLocks locks(this, {ino});
     auto a = LoadAttr(ino);
@@ -43,7 +45,9 @@ void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     } else if (a->IsDir() && (fi->flags & O_ACCMODE) != O_RDONLY) {
       s = Errno(EISDIR);
     } else {
-      NodeFor(ino).open_count++;
+      Node& n = NodeFor(ino);
+      n.open_count++;
+      drop_cache = std::exchange(n.direct_written, false);
     }
   }
   if (s.ok() && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
@@ -59,7 +63,7 @@ void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   }
   if (!s.ok()) return ReplyStatus(req, s);
   fi->fh = 0;
-  fi->keep_cache = 1;
+  fi->keep_cache = !drop_cache;
   if (cfg_.passthrough && !cfg_.read_only) {
     InodeLocks locks(this, {ino});
     auto a = LoadAttr(ino);
@@ -206,7 +210,22 @@ void MatrixFs::Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t siz
                      fi != nullptr && fi->writepage);
   if (!s.ok()) return ReplyStatus(req, s);
   bytes_written_.fetch_add(size, std::memory_order_relaxed);
+  // A direct write, in every mode: a buffered write is FUSE_WRITE_CACHE
+  // (writeback cache) or written through pages the kernel keeps current.
+  if (fi != nullptr && !fi->writepage && (fi->flags & O_DIRECT) != 0) DirectWritten(ino, off, size);
   fuse_reply_write(req, size);
+}
+
+void MatrixFs::DirectWritten(uint64_t ino, uint64_t off, size_t size) {
+  {
+    InodeLocks locks(this, {ino});
+    if (Node* n = FindNode(ino)) n->direct_written = true;
+  }
+  // Long enough for the kernel to drop the pages however busy the machine
+  // is, short enough that a worker is not held long if the kernel waits for
+  // a READ no worker is free to serve (fuse/page_cache_inval.h).
+  constexpr std::chrono::milliseconds kWait{200};
+  if (inval_) inval_->Invalidate(ino, static_cast<int64_t>(off), static_cast<int64_t>(size), kWait);
 }
 
 // Every WRITE was committed before its reply, and the kernel sends FLUSH

@@ -144,6 +144,7 @@ Status MatrixFs::InstallChannel(fuse_session* se) {
       .splice_receive = nullptr,
       .splice_send = nullptr,
   };
+  inval_ = std::make_unique<PageCacheInval>(se);
   return channel_.Install(se, &kIo);
 }
 
