@@ -10,7 +10,8 @@ $(eval $(call program,mxfs-inject,tools/mxfs_inject.cc,fuse kvcore nvm ssd base)
 $(eval $(call program,mxfs-meta-storm,tools/load/meta_storm.cc,))
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the daemon, its mount(8)
-# helper, mkfs and fsck into sbin; matrixfs-stat and kvbench into bin; the
+# helper (also as mount.fuse.matrixfs, which mount -o remount runs for a
+# mount not in fstab), mkfs and fsck into sbin; matrixfs-stat and kvbench into bin; the
 # man pages into share/man (mount.matrixfs.8 a link to matrixfs.8). Installs
 # what is built (builds it if needed).
 PREFIX ?= /usr/local
@@ -25,6 +26,8 @@ install: $(addprefix $(BIN)/,$(INSTALL_SBIN) $(INSTALL_BIN))
 	  install -m 0644 man/*.$$s $(DESTDIR)$(PREFIX)/share/man/man$$s/ || exit 1; \
 	done
 	ln -sf matrixfs.8 $(DESTDIR)$(PREFIX)/share/man/man8/mount.matrixfs.8
+	ln -sf matrixfs.8 $(DESTDIR)$(PREFIX)/share/man/man8/mount.fuse.matrixfs.8
+	ln -sf mount.matrixfs $(DESTDIR)$(PREFIX)/sbin/mount.fuse.matrixfs
 
 # make deb: build/deb/matrixfs_VERSION_ARCH.deb, built with dpkg-deb over a
 # staged make install (tools/deb/build-deb.sh; lintian checks it when installed).

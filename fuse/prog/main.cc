@@ -11,7 +11,8 @@
 // the kernel does not offer it), uring_threads=N (ring threads per CPU
 // queue, one entry each; default 4), acl / noacl (POSIX ACLs, on by
 // default), allow_other,
-// default_permissions (always on), ro, debug; allow_other is implied when
+// default_permissions (always on), ro, remount (change a running mount's
+// flags, e.g. remount,ro: Remount below), debug; allow_other is implied when
 // root mounts (as for a kernel filesystem); the kernel's generic mount
 // options (nosuid, nodev, noexec, noatime, ...) pass through; fstab-only
 // options (defaults, noauto, nofail, _netdev, user, x-*) are ignored.
@@ -33,6 +34,7 @@
 // file layer (nothing costs anything then).
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/statvfs.h>
@@ -46,6 +48,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -74,6 +77,8 @@ struct Args {
   bool format = false;
   bool format_opts = false;  // inline_limit=, block_size= or label= given
   bool read_only = false;
+  bool remount = false;           // -o remount (mount -o remount,...): Remount
+  std::vector<std::string> options;  // every -o option as given, in order
   bool allow_other = false;
   double container_share = 0.0;  // -o container_share=F (0: the superblock's)
   bool fuse_passthrough = false;  // -o passthrough (FUSE passthrough for large files)
@@ -111,7 +116,8 @@ struct Args {
                "                     /sys/module/fuse/parameters/enable_uring = Y; else /dev/fuse)\n"
                "  -o uring_threads=N ring threads per CPU queue with -o uring (default 4)\n"
                "  -o allow_other     let other users access the mount (implied for root)\n"
-               "  -o ro              mount read-only\n");
+               "  -o ro              mount read-only\n"
+               "  -o remount[,ro|rw] change the flags of the running mount on MOUNTPOINT (mount -o remount)\n");
   std::exit(msg ? 2 : 0);
 }
 
@@ -139,7 +145,9 @@ void ParseOptions(const std::string& list, Args* a) {
     if (opt.empty()) continue;
     std::string key = opt.substr(0, opt.find('='));
     std::string val = opt.find('=') == std::string::npos ? "" : opt.substr(opt.find('=') + 1);
+    a->options.push_back(opt);
     if (key == "format") a->format = true;
+    else if (key == "remount") a->remount = true;
     else if (key == "inline_limit") {
       if (!ParseSize(val, &a->sb.inline_limit)) Usage(("bad inline_limit \"" + val + "\"").c_str());
       a->format_opts = true;
@@ -237,6 +245,7 @@ std::string Absolute(const std::string& p) {
 // One line of /proc/self/mountinfo: where, what type, from what.
 struct MountEntry {
   std::string mountpoint;
+  std::string options;  // the mount's own flags: rw,nosuid,...
   std::string fstype;
   std::string source;
 };
@@ -271,7 +280,7 @@ std::vector<MountEntry> Mounts() {
     }
     auto dash = std::find(f.begin(), f.end(), "-");
     if (f.size() < 5 || dash == f.end() || f.end() - dash < 3) continue;
-    out.push_back({Unescape(f[4]), Unescape(dash[1]), Unescape(dash[2])});
+    out.push_back({Unescape(f[4]), f[5], Unescape(dash[1]), Unescape(dash[2])});
   }
   return out;
 }
@@ -409,6 +418,127 @@ Status ArmFaults(FaultInjectionFileSystem* fs) {
   return Status::OK();
 }
 
+// The mount flags a remount can change, by option name: set (or, for the
+// second table, clear) the MS_* bit.
+struct FlagOption {
+  const char* name;
+  unsigned long flag;
+};
+constexpr FlagOption kSetFlags[] = {
+    {"ro", MS_RDONLY},        {"nosuid", MS_NOSUID},       {"nodev", MS_NODEV},
+    {"noexec", MS_NOEXEC},    {"sync", MS_SYNCHRONOUS},    {"dirsync", MS_DIRSYNC},
+    {"noatime", MS_NOATIME},  {"nodiratime", MS_NODIRATIME}, {"relatime", MS_RELATIME},
+    {"strictatime", MS_STRICTATIME}, {"lazytime", MS_LAZYTIME}};
+constexpr FlagOption kClearFlags[] = {
+    {"rw", MS_RDONLY},       {"suid", MS_NOSUID},         {"dev", MS_NODEV},
+    {"exec", MS_NOEXEC},     {"async", MS_SYNCHRONOUS},   {"atime", MS_NOATIME},
+    {"diratime", MS_NODIRATIME}, {"norelatime", MS_RELATIME}, {"nostrictatime", MS_STRICTATIME},
+    {"nolazytime", MS_LAZYTIME}};
+
+// Applies one option to flags; false when it is not a mount flag.
+bool ApplyFlag(const std::string& opt, unsigned long* flags) {
+  for (const auto& f : kSetFlags) {
+    if (opt == f.name) {
+      // noatime, relatime and strictatime exclude each other.
+      constexpr unsigned long kAtime = MS_NOATIME | MS_RELATIME | MS_STRICTATIME;
+      if (f.flag & kAtime) *flags &= ~kAtime;
+      *flags |= f.flag;
+      return true;
+    }
+  }
+  for (const auto& f : kClearFlags) {
+    if (opt == f.name) {
+      *flags &= ~f.flag;
+      return true;
+    }
+  }
+  return false;
+}
+
+// matrixfs DATADIR MOUNTPOINT -o remount[,ro|rw][,flags]: what mount -o
+// remount runs (through mount.matrixfs, or mount.fuse for type
+// fuse.matrixfs). The running daemon stays; the kernel's superblock and
+// the mount change their flags (mount(2) with MS_REMOUNT). Read-only is
+// then the kernel's: every change fails with EROFS before it reaches the
+// daemon, dirty pages are written back first, and going read-only fails
+// with EBUSY while a file is open for writing -- as for a kernel
+// filesystem. A daemon started with -o ro opened the instance read-only
+// and cannot become writable: remount,rw is refused, naming what to do.
+// Options that only the daemon reads at mount time are left as they are
+// (a note says so); unknown options are refused.
+int Remount(const Args& a) {
+  const std::string mp = Absolute(a.mountpoint);
+  std::vector<MountEntry> at;
+  for (auto& m : Mounts()) {
+    if (m.mountpoint == mp) at.push_back(m);
+  }
+  if (at.empty() || at.back().fstype != "fuse.matrixfs") {
+    std::fprintf(stderr, "matrixfs: cannot remount %s: no MatrixFS is mounted there%s\n", mp.c_str(),
+                 at.empty() ? "" : (" (it holds " + at.back().fstype + ")").c_str());
+    return 1;
+  }
+  const MountEntry& m = at.back();  // the top one
+  if (!a.datadir.empty() && a.datadir != "none" && Absolute(a.datadir) != m.source) {
+    std::fprintf(stderr, "matrixfs: cannot remount %s: it is mounted from %s, not %s\n", mp.c_str(),
+                 m.source.c_str(), a.datadir.c_str());
+    return 1;
+  }
+  // Start from the mount's present flags; the options given change them.
+  unsigned long flags = 0;
+  {
+    size_t p = 0;
+    while (p <= m.options.size()) {
+      size_t e = m.options.find(',', p);
+      if (e == std::string::npos) e = m.options.size();
+      ApplyFlag(m.options.substr(p, e - p), &flags);
+      p = e + 1;
+    }
+  }
+  const bool was_ro = (flags & MS_RDONLY) != 0;
+  for (const std::string& opt : a.options) {
+    const std::string key = opt.substr(0, opt.find('='));
+    if (key == "remount" || ApplyFlag(opt, &flags)) continue;
+    // Said by mount(8) or fstab, fixed for a FUSE mount, or implied.
+    if (key == "defaults" || key == "auto" || key == "noauto" || key == "nofail" || key == "_netdev" ||
+        key == "user" || key == "users" || key == "owner" || key == "comment" || key.rfind("x-", 0) == 0 ||
+        key == "allow_other" || key == "default_permissions" || key == "user_id" || key == "group_id" ||
+        key == "fsname" || key == "subtype" || key == "rootmode" || key == "max_read" || key == "blksize") {
+      continue;
+    }
+    if (key == "format" || key == "inline_limit" || key == "block_size" || key == "label" || key == "pool" ||
+        key == "pool_size" || key == "container_share" || key == "passthrough" || key == "acl" ||
+        key == "noacl" || key == "uring" || key == "uring_threads" || key == "spin_us" || key == "debug") {
+      std::fprintf(stderr, "matrixfs: remount of %s: %s applies when mounting; the running daemon keeps its "
+                           "setting (unmount and mount again to change it)\n", mp.c_str(), opt.c_str());
+      continue;
+    }
+    std::fprintf(stderr, "matrixfs: cannot remount %s: unknown option \"%s\"\n", mp.c_str(), opt.c_str());
+    return 1;
+  }
+  if (was_ro && (flags & MS_RDONLY) == 0) {
+    std::ifstream stats(mp + "/.matrixfs/stats");
+    std::string text((std::istreambuf_iterator<char>(stats)), std::istreambuf_iterator<char>());
+    if (text.find("(mounted ro)") != std::string::npos) {
+      std::fprintf(stderr, "matrixfs: cannot remount %s read-write: its daemon was started with -o ro and opened %s "
+                           "read-only; unmount it and mount it again without ro\n", mp.c_str(), m.source.c_str());
+      return 1;
+    }
+  }
+  if (::mount(m.source.c_str(), mp.c_str(), m.fstype.c_str(), MS_REMOUNT | flags, nullptr) != 0) {
+    const int err = errno;
+    if (err == EBUSY && (flags & MS_RDONLY)) {
+      std::fprintf(stderr, "matrixfs: cannot remount %s read-only: files are open for writing there (%s)\n",
+                   mp.c_str(), std::strerror(err));
+    } else if (err == EPERM) {
+      std::fprintf(stderr, "matrixfs: cannot remount %s: only root may (%s)\n", mp.c_str(), std::strerror(err));
+    } else {
+      std::fprintf(stderr, "matrixfs: cannot remount %s: %s\n", mp.c_str(), std::strerror(err));
+    }
+    return 1;
+  }
+  return 0;
+}
+
 int Serve(const Args& a, int report_fd) {
   MountConfig cfg;
   cfg.read_only = a.read_only;
@@ -544,6 +674,7 @@ int Main(int argc, char** argv) {
   // Like a kernel filesystem, a mount made by root serves every user; the
   // kernel checks permissions (default_permissions is always on).
   if (::geteuid() == 0) a.allow_other = true;
+  if (a.remount) return Remount(a);
   struct stat st;
   if (a.format_opts && !a.format) {
     std::fprintf(stderr, "matrixfs: warning: inline_limit, block_size and label apply only with -o format; "

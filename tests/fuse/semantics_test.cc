@@ -1,16 +1,23 @@
 // Linux semantics that scripts and tools rely on (issue 19), each checked
 // through a real mount and, where one applies, against tmpfs or ext4 as the
 // oracle: a mount right after umount; the control directory reachable by
-// name only; buffered reads after asynchronous O_DIRECT writes.
+// name only; buffered reads after asynchronous O_DIRECT writes; mount -o
+// remount,ro|rw.
 #include <liburing.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
+#include <sys/time.h>
+#include <sys/xattr.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/fuse/mount_fixture.h"
 
@@ -213,4 +220,124 @@ TEST_CASE("Mount: buffered reads after io_uring O_DIRECT writes see the new byte
       REQUIRE(DirectWriteRound(m.mnt(), round) == 0);
     }
   }
+}
+
+namespace {
+
+// What each change returns on a read-only dir/ (0 or the errno), in order:
+// create, open for writing, mkdir, unlink, rename, chmod, truncate,
+// setxattr, symlink, utimes.
+std::vector<int> ChangesOn(const std::string& dir) {
+  auto e = [](int rc) { return rc < 0 ? errno : 0; };
+  std::vector<int> out;
+  out.push_back(e(open((dir + "/new").c_str(), O_CREAT | O_WRONLY, 0644)));
+  out.push_back(e(open((dir + "/f").c_str(), O_WRONLY)));
+  out.push_back(e(mkdir((dir + "/nd").c_str(), 0755)));
+  out.push_back(e(unlink((dir + "/f").c_str())));
+  out.push_back(e(rename((dir + "/f").c_str(), (dir + "/g").c_str())));
+  out.push_back(e(chmod((dir + "/f").c_str(), 0600)));
+  out.push_back(e(truncate((dir + "/f").c_str(), 0)));
+  out.push_back(e(setxattr((dir + "/f").c_str(), "user.k", "v", 1, 0)));
+  out.push_back(e(symlink("f", (dir + "/l").c_str())));
+  out.push_back(e(utimes((dir + "/f").c_str(), nullptr)));
+  return out;
+}
+
+// The per-mount options field of dir's line in /proc/self/mountinfo.
+std::string MountOptions(const std::string& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line, found;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, mp, opts;
+    f >> id >> parent >> dev >> root >> mp >> opts;
+    if (mp == dir) found = opts;
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("Mount: remount,ro and remount,rw change the running mount; ro refuses every change as tmpfs does",
+          "[fuse][mount]") {
+  MountFixture m;
+  const std::string bin = mxfs_test::BinDir() + "/matrixfs";
+  const std::string helper = mxfs_test::BinDir() + "/mount.matrixfs";
+  REQUIRE(WriteAll(m.P("f"), "before"));
+  // The oracle: a tmpfs with the same file, remounted read-only.
+  const std::string tmpfs = m.root() + "/tmpfs";
+  REQUIRE(mkdir(tmpfs.c_str(), 0755) == 0);
+  REQUIRE(mount("tmpfs", tmpfs.c_str(), "tmpfs", 0, "size=4m") == 0);
+  REQUIRE(WriteAll(tmpfs + "/f", "before"));
+
+  // A file open for writing keeps the mount writable, as on tmpfs.
+  int wfd = open(m.P("f").c_str(), O_WRONLY | O_APPEND);
+  REQUIRE(wfd >= 0);
+  auto [rc1, out1] = RunShell(bin + " " + m.datadir() + " " + m.mnt() + " -o remount,ro");
+  REQUIRE(rc1 != 0);
+  REQUIRE(out1.find("open for writing") != std::string::npos);
+  int tfd = open((tmpfs + "/f").c_str(), O_WRONLY | O_APPEND);
+  REQUIRE(tfd >= 0);
+  REQUIRE(mount("tmpfs", tmpfs.c_str(), "tmpfs", MS_REMOUNT | MS_RDONLY, nullptr) != 0);
+  REQUIRE(errno == EBUSY);
+  // Bytes still in the page cache when the mount turns read-only are
+  // written back first.
+  REQUIRE(write(wfd, " dirty", 6) == 6);
+  REQUIRE(write(tfd, " dirty", 6) == 6);
+  close(wfd);
+  close(tfd);
+
+  // Through the mount(8) helper, with the options mount(8) passes.
+  auto [rc2, out2] = RunShell(helper + " " + m.datadir() + " " + m.mnt() + " -t fuse.matrixfs -o remount,ro,nosuid,nodev");
+  INFO(out2);
+  REQUIRE(rc2 == 0);
+  REQUIRE(mount("tmpfs", tmpfs.c_str(), "tmpfs", MS_REMOUNT | MS_RDONLY, nullptr) == 0);
+  REQUIRE(MountOptions(m.mnt()).rfind("ro,", 0) == 0);
+  struct statvfs vfs;
+  REQUIRE(statvfs(m.mnt().c_str(), &vfs) == 0);
+  REQUIRE((vfs.f_flag & ST_RDONLY) != 0);
+  const std::vector<int> want = ChangesOn(tmpfs);
+  REQUIRE(want == std::vector<int>(want.size(), EROFS));
+  REQUIRE(ChangesOn(m.mnt()) == want);
+  REQUIRE(ReadAll(m.P("f")) == "before dirty");
+  REQUIRE(ReadAll(m.P(".matrixfs/stats")).find("MatrixFS") != std::string::npos);
+
+  // Unknown options are refused; daemon options are kept, with a note.
+  auto [rc3, out3] = RunShell(bin + " " + m.datadir() + " " + m.mnt() + " -o remount,rw,bogus");
+  REQUIRE(rc3 != 0);
+  REQUIRE(out3.find("unknown option \"bogus\"") != std::string::npos);
+  REQUIRE(MountOptions(m.mnt()).rfind("ro,", 0) == 0);
+  auto [rc4, out4] = RunShell(bin + " " + m.datadir() + " " + m.mnt() + " -o remount,rw,spin_us=0");
+  INFO(out4);
+  REQUIRE(rc4 == 0);
+  REQUIRE(out4.find("spin_us=0 applies when mounting") != std::string::npos);
+  REQUIRE(MountOptions(m.mnt()).rfind("rw,", 0) == 0);
+  REQUIRE(WriteAll(m.P("f2"), "after"));
+  REQUIRE(mkdir(m.P("d").c_str(), 0755) == 0);
+  REQUIRE(kill(m.pid(), 0) == 0);  // the same daemon serves on
+
+  // Not a MatrixFS mount point: refused, naming it.
+  auto [rc5, out5] = RunShell(bin + " " + m.datadir() + " " + tmpfs + " -o remount,ro");
+  REQUIRE(rc5 != 0);
+  REQUIRE(out5.find("no MatrixFS is mounted there") != std::string::npos);
+  REQUIRE(umount2(tmpfs.c_str(), 0) == 0);
+
+  REQUIRE(m.Stop() == 0);
+  m.Start();
+  REQUIRE(ReadAll(m.P("f")) == "before dirty");
+  REQUIRE(ReadAll(m.P("f2")) == "after");
+}
+
+TEST_CASE("Mount: a daemon started read-only refuses remount,rw and says why", "[fuse][mount]") {
+  MountFixture m;
+  REQUIRE(WriteAll(m.P("f"), "x"));
+  REQUIRE(m.Stop() == 0);
+  m.Start("ro");
+  REQUIRE(open(m.P("g").c_str(), O_CREAT | O_WRONLY, 0644) < 0);
+  REQUIRE(errno == EROFS);
+  auto [rc, out] = RunShell(mxfs_test::BinDir() + "/matrixfs " + m.datadir() + " " + m.mnt() + " -o remount,rw");
+  REQUIRE(rc != 0);
+  REQUIRE(out.find("started with -o ro") != std::string::npos);
+  REQUIRE(MountOptions(m.mnt()).rfind("ro,", 0) == 0);
+  REQUIRE(ReadAll(m.P("f")) == "x");
 }

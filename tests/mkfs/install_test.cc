@@ -76,6 +76,10 @@ TEST_CASE("make install: DESTDIR and PREFIX receive every program and man page")
     CHECK(access((dest + "/opt/mx/sbin/" + b).c_str(), X_OK) == 0);
   }
   for (const auto& b : ubin) CHECK(access((dest + "/opt/mx/bin/" + b).c_str(), X_OK) == 0);
+  // The helper mount(8) runs to remount a fuse.matrixfs mount not in fstab.
+  char link[256] = {};
+  CHECK(readlink((dest + "/opt/mx/sbin/mount.fuse.matrixfs").c_str(), link, sizeof(link) - 1) > 0);
+  CHECK(std::string(link) == "mount.matrixfs");
   for (const std::string& page : kPages) {
     std::string section = page.substr(page.rfind('.') + 1);
     CHECK(IsFile(dest + "/opt/mx/share/man/man" + section + "/" + page));

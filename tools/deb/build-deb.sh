@@ -9,7 +9,9 @@
 #    `make install DESTDIR=OUTDIR/stage PREFIX=/usr`: /usr/sbin/{matrixfs,mount.matrixfs,mkfs.matrixfs,fsck.matrixfs},
 #    /usr/bin/{matrixfs-stat,kvbench}, the man pages. On a merged-/usr system
 #    (Debian 12) /sbin/mount.matrixfs is the same file, so `mount -t
-#    matrixfs` and /etc/fstab lines find the helper.
+#    matrixfs` and /etc/fstab lines find the helper; its link
+#    mount.fuse.matrixfs is what `mount -o remount` runs for a mount that
+#    is not in /etc/fstab.
 # 2. Strips the programs, compresses the man pages, adds
 #    /usr/share/doc/matrixfs/{copyright,changelog.gz} and the example systemd
 #    mount unit in /usr/share/doc/matrixfs/examples/ (not enabled).
