@@ -15,7 +15,7 @@
 // inline limit, block size and label are stored in the superblock and used
 // by every mount.
 //
-// Exit: 0 formatted, 1 error, 16 usage.
+// Exit: 0 formatted, 1 error, 2 usage.
 #include <ftw.h>
 #include <getopt.h>
 #include <sys/stat.h>
@@ -30,20 +30,17 @@
 #include <ctime>
 #include <string>
 
+#include "base/cli_util.h"
 #include "fuse/matrix_fs.h"
 #include "fuse/superblock.h"
-#include "mkfs/cli_util.h"
 #include "nvm/pool.h"
 
 namespace mxfs {
 namespace {
 
 constexpr int kExitError = 1;
-constexpr int kExitUsage = 16;
 
-[[noreturn]] void Usage(const std::string& msg) {
-  if (!msg.empty()) std::fprintf(stderr, "mkfs.matrixfs: %s\n", msg.c_str());
-  std::fprintf(stderr,
+const Cli kCli("mkfs.matrixfs",
                "usage: mkfs.matrixfs [options] [--pool PATH] DATADIR\n"
                "  --pool PATH            persistent-memory pool (file on DAX or /dev/shm, or devdax)\n"
                "  --pool-size SIZE       pool size (K/M/G/T suffixes, at least 8M; default 1G or half the free space)\n"
@@ -55,7 +52,11 @@ constexpr int kExitUsage = 16;
                "  -f, --force            overwrite an existing instance\n"
                "  -n, --dry-run          print what would be done, change nothing\n"
                "  -h, --help             this text\n");
-  std::exit(msg.empty() ? 0 : kExitUsage);
+
+// An empty msg asks for the help text.
+[[noreturn]] void Usage(const std::string& msg) {
+  if (msg.empty()) kCli.Help();
+  kCli.Fail(msg);
 }
 
 int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
@@ -92,6 +93,7 @@ int Main(int argc, char** argv) {
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
+  kCli.HelpIfAsked(argc, argv);
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, ":fnhL:U:", kLong, nullptr)) != -1) {
@@ -99,6 +101,7 @@ int Main(int argc, char** argv) {
     switch (c) {
       case 'P':
         sb.pool_path = optarg;
+        if (Cli::IsOption(optarg)) Usage(std::string("--pool: \"") + optarg + "\" is an option, not a path");
         if (sb.pool_path.empty() || sb.pool_path.size() >= kPoolPathSize) {
           Usage("--pool: path must be 1.." + std::to_string(kPoolPathSize - 1) + " bytes");
         }
@@ -146,12 +149,10 @@ int Main(int argc, char** argv) {
       case 'n': dry_run = true; break;
       case 'h': Usage("");
       case ':': Usage(std::string("option ") + argv[optind - 1] + " needs an argument");
-      default: Usage(std::string("unknown option ") + argv[optind - 1]);
+      default: kCli.UnknownOption(argv[optind - 1]);
     }
   }
-  if (optind == argc) Usage("missing DATADIR");
-  if (argc - optind > 1) Usage(std::string("unexpected argument \"") + argv[optind + 1] + "\"");
-  const std::string datadir = argv[optind];
+  const std::string datadir = kCli.Operands(argc, argv, optind, 1, "DATADIR")[0];
   if (pool_size_given && sb.pool_path.empty()) Usage("--pool-size given without --pool");
   uint64_t devdax_size = 0;  // > 0: the pool is a devdax device, used as it is
   if (!sb.pool_path.empty()) {

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "base/cli_util.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -36,22 +38,19 @@ using Clock = std::chrono::steady_clock;
   std::exit(1);
 }
 
-[[noreturn]] void Usage() {
-  std::fprintf(stderr,
-               "usage: fsbench create DIR N\n"
-               "       fsbench stat DIR N ROUNDS\n"
-               "       fsbench readdir DIR N\n"
-               "       fsbench open DIR N ROUNDS\n");
-  std::exit(2);
-}
+const mxfs::Cli kCli("fsbench",
+                     "usage: fsbench create DIR N\n"
+                     "       fsbench stat DIR N ROUNDS\n"
+                     "       fsbench readdir DIR N\n"
+                     "       fsbench open DIR N ROUNDS\n"
+                     "       fsbench -h|--help\n");
 
 long ParseCount(const char* s, const char* what) {
   char* end = nullptr;
   errno = 0;
   long v = std::strtol(s, &end, 10);
   if (errno != 0 || end == s || *end != '\0' || v <= 0) {
-    std::fprintf(stderr, "fsbench: %s must be a positive integer, got '%s'\n", what, s);
-    std::exit(2);
+    kCli.Fail(std::string(what) + " must be a positive integer, got '" + s + "'");
   }
   return v;
 }
@@ -154,20 +153,23 @@ void Readdir(const std::string& dir, long n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 4) Usage();
-  std::string cmd = argv[1];
-  std::string dir = argv[2];
-  long n = ParseCount(argv[3], "N");
-  if (cmd == "create" && argc == 4) {
+  kCli.HelpIfAsked(argc, argv);
+  const std::vector<std::string> args = kCli.Operands(argc, argv, 1, -1, "");
+  if (args.empty()) kCli.Fail("missing the command (create, stat, readdir or open)");
+  const std::string& cmd = args[0];
+  const size_t want = cmd == "stat" || cmd == "open" ? 4 : cmd == "create" || cmd == "readdir" ? 3 : 0;
+  if (want == 0) kCli.Fail("unknown command \"" + cmd + "\"");
+  if (args.size() != want) kCli.Fail(cmd + " takes " + std::to_string(want - 1) + " arguments");
+  const std::string& dir = args[1];
+  long n = ParseCount(args[2].c_str(), "N");
+  if (cmd == "create") {
     CreateFiles(dir, n, true);
-  } else if (cmd == "stat" && argc == 5) {
-    StatStorm(dir, n, ParseCount(argv[4], "ROUNDS"));
-  } else if (cmd == "open" && argc == 5) {
-    OpenRead(dir, n, ParseCount(argv[4], "ROUNDS"));
-  } else if (cmd == "readdir" && argc == 4) {
-    Readdir(dir, n);
+  } else if (cmd == "stat") {
+    StatStorm(dir, n, ParseCount(args[3].c_str(), "ROUNDS"));
+  } else if (cmd == "open") {
+    OpenRead(dir, n, ParseCount(args[3].c_str(), "ROUNDS"));
   } else {
-    Usage();
+    Readdir(dir, n);
   }
   return 0;
 }

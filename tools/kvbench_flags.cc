@@ -5,7 +5,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
+
+#include "base/cli_util.h"
 
 namespace mxfs::kvbench {
 namespace {
@@ -134,8 +137,26 @@ void PrintHelp(const std::vector<FlagSpec>& table) {
   std::_Exit(1);
 }
 
+namespace {
+
+// A bad command line: named, exit 2 as every program (base/cli_util.h).
+[[noreturn]] void UsageError(const std::string& msg) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "kvbench: %s\n", msg.c_str());
+  std::_Exit(Cli::kUsageExit);
+}
+
+}  // namespace
+
 void ParseFlags(int argc, char** argv, Flags* f) {
   auto table = FlagTable(f);
+  for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; i++) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0 ||
+        std::strcmp(argv[i], "-help") == 0 || std::strcmp(argv[i], "--h") == 0) {
+      PrintHelp(table);
+      std::exit(0);
+    }
+  }
   auto find = [&](std::string_view name) -> const FlagSpec* {
     for (const FlagSpec& s : table) {
       if (name == s.name) return &s;
@@ -145,13 +166,9 @@ void ParseFlags(int argc, char** argv, Flags* f) {
   for (int i = 1; i < argc; i++) {
     std::string_view arg = argv[i];
     if (arg.size() < 2 || arg[0] != '-') {
-      Fail("unexpected argument '" + std::string(arg) + "': every argument is a --flag=value (see --help)");
+      UsageError("unexpected argument '" + std::string(arg) + "': every argument is a --flag=value (see --help)");
     }
     arg.remove_prefix(arg[1] == '-' ? 2 : 1);
-    if (arg == "help" || arg == "h") {
-      PrintHelp(table);
-      std::exit(0);
-    }
     std::string_view name = arg;
     std::string_view value;
     bool has_value = false;
@@ -168,35 +185,38 @@ void ParseFlags(int argc, char** argv, Flags* f) {
         continue;
       }
     }
-    if (spec == nullptr) Fail("unknown flag --" + std::string(name) + " (kvbench --help lists the flags)");
+    if (spec == nullptr) UsageError("unknown flag --" + std::string(name) + " (kvbench --help lists the flags)");
     if (!has_value) {
       if (spec->type == FlagType::kBool) {
         *static_cast<bool*>(spec->target) = true;
         continue;
       }
-      if (i + 1 >= argc) Fail("flag --" + std::string(name) + " needs a value (--" + std::string(name) + "=VALUE)");
+      if (i + 1 >= argc) UsageError("flag --" + std::string(name) + " needs a value (--" + std::string(name) + "=VALUE)");
+      if (Cli::IsOption(argv[i + 1])) {
+        UsageError("flag --" + std::string(name) + " needs a value, not the option " + argv[i + 1]);
+      }
       value = argv[++i];
     }
     const std::string shown = "--" + std::string(name) + ": ";
     switch (spec->type) {
       case FlagType::kBool:
         if (!ParseBool(value, static_cast<bool*>(spec->target))) {
-          Fail(shown + "expected a boolean (1, 0, true, false), got '" + std::string(value) + "'");
+          UsageError(shown + "expected a boolean (1, 0, true, false), got '" + std::string(value) + "'");
         }
         break;
       case FlagType::kInt:
         if (!ParseNumber(value, static_cast<int64_t*>(spec->target))) {
-          Fail(shown + "expected an integer, got '" + std::string(value) + "'");
+          UsageError(shown + "expected an integer, got '" + std::string(value) + "'");
         }
         break;
       case FlagType::kUint:
         if (!ParseNumber(value, static_cast<uint64_t*>(spec->target))) {
-          Fail(shown + "expected a non-negative integer, got '" + std::string(value) + "'");
+          UsageError(shown + "expected a non-negative integer, got '" + std::string(value) + "'");
         }
         break;
       case FlagType::kDouble:
         if (!ParseNumber(value, static_cast<double*>(spec->target))) {
-          Fail(shown + "expected a number, got '" + std::string(value) + "'");
+          UsageError(shown + "expected a number, got '" + std::string(value) + "'");
         }
         break;
       case FlagType::kString: *static_cast<std::string*>(spec->target) = std::string(value); break;
@@ -206,7 +226,7 @@ void ParseFlags(int argc, char** argv, Flags* f) {
 
 void ValidateFlags(Flags* f) {
   auto need = [](bool ok, const std::string& msg) {
-    if (!ok) Fail(msg);
+    if (!ok) UsageError(msg);
   };
   need(f->num >= 1, "--num: must be at least 1, got " + std::to_string(f->num));
   need(f->key_size >= 1 && f->key_size <= (1 << 20),

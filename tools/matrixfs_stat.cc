@@ -9,7 +9,7 @@
 // every SECONDS like iostat (until interrupted, or COUNT times); --json
 // prints one JSON object per refresh on one line, for scripts.
 //
-// Exit: 0, 1 error (not a MatrixFS mount), 16 usage.
+// Exit: 0, 1 error (not a MatrixFS mount), 2 usage.
 //
 // Thread-safety: a single-threaded program.
 #include <getopt.h>
@@ -26,6 +26,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "base/cli_util.h"
 
 namespace {
 
@@ -243,14 +245,17 @@ void PrintScreen(const std::string& mnt, const Sample& s, const Sample* prev) {
   std::fflush(stdout);
 }
 
+const mxfs::Cli kCli("matrixfs-stat",
+                     "usage: matrixfs-stat MOUNTPOINT [-i SECONDS] [-c COUNT] [--json]\n"
+                     "  -i SECONDS   refresh every SECONDS (rates are per second over the interval)\n"
+                     "  -c COUNT     stop after COUNT reports (with -i)\n"
+                     "  --json       one JSON object per report\n"
+                     "  -h, --help   this text\n");
+
+// An empty msg asks for the help text.
 [[noreturn]] void Usage(const std::string& msg) {
-  if (!msg.empty()) std::fprintf(stderr, "matrixfs-stat: %s\n", msg.c_str());
-  std::fprintf(stderr,
-               "usage: matrixfs-stat MOUNTPOINT [-i SECONDS] [-c COUNT] [--json]\n"
-               "  -i SECONDS   refresh every SECONDS (rates are per second over the interval)\n"
-               "  -c COUNT     stop after COUNT reports (with -i)\n"
-               "  --json       one JSON object per report\n");
-  std::exit(msg.empty() ? 0 : 16);
+  if (msg.empty()) kCli.Help();
+  kCli.Fail(msg);
 }
 
 }  // namespace
@@ -264,6 +269,7 @@ int main(int argc, char** argv) {
                                  {"count", required_argument, nullptr, 'c'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
+  kCli.HelpIfAsked(argc, argv);
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, ":i:c:h", kLong, nullptr)) != -1) {
@@ -280,12 +286,10 @@ int main(int argc, char** argv) {
       case 'j': json = true; break;
       case 'h': Usage("");
       case ':': Usage(std::string("option ") + argv[optind - 1] + " needs an argument");
-      default: Usage(std::string("unknown option ") + argv[optind - 1]);
+      default: kCli.UnknownOption(argv[optind - 1]);
     }
   }
-  if (optind == argc) Usage("missing MOUNTPOINT");
-  if (argc - optind > 1) Usage(std::string("unexpected argument \"") + argv[optind + 1] + "\"");
-  const std::string mnt = argv[optind];
+  const std::string mnt = kCli.Operands(argc, argv, optind, 1, "MOUNTPOINT")[0];
   Sample prev;
   bool have_prev = false;
   for (long n = 0; count < 0 || n < count; ++n) {

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli_util.h"
 #include "base/coding.h"
 #include "base/hash.h"
 #include "fuse/schema.h"
@@ -260,16 +262,34 @@ Result<uint64_t> Resolve(DB* db, const std::string& path) {
   return cur;
 }
 
+const Cli kCli("mxfs-inject",
+               "usage: mxfs-inject COMMAND DATADIR [PATH|NAME]\n"
+               "  flush DATADIR            write the memtable into an SSTable (no damage)\n"
+               "  sst DATADIR              flip a byte in the first data block of the newest SSTable\n"
+               "  manifest DATADIR         flip a byte in the first record of the live MANIFEST\n"
+               "  wal DATADIR              flip a byte in the first record of the newest SSD WAL\n"
+               "  del-inode DATADIR PATH   delete the inode key of PATH, leaving its dentry\n"
+               "  dangling DATADIR NAME    add /NAME naming an inode that does not exist\n"
+               "  bump-nlink DATADIR PATH  add one to PATH's nlink\n"
+               "  pm-wal DATADIR           flip a byte in the oldest record of the pool's WAL\n"
+               "  rowtable DATADIR         flip a metadata byte of the first committed RowTable\n"
+               "  row-order DATADIR        swap the keys of entries 0 and 1 of the first one-extent RowTable\n"
+               "  foreign-pool DATADIR     give the pool header a new random UUID\n"
+               "exit: 0 done, 1 error, 2 usage, 3 not applicable\n");
+
 int Main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: mxfs-inject flush|sst|manifest|wal|del-inode|dangling|bump-nlink|rowtable|row-order|pm-wal|"
-                         "foreign-pool "
-                         "DATADIR [PATH|NAME]\n");
-    return 2;
+  kCli.HelpIfAsked(argc, argv);
+  const std::vector<std::string> args = kCli.Operands(argc, argv, 1, -1, "");
+  if (args.size() < 2) kCli.Fail(args.empty() ? "missing COMMAND" : "missing DATADIR");
+  if (args.size() > 3) kCli.Fail("unexpected argument \"" + args[3] + "\"");
+  const std::string cmd = args[0];
+  const std::string datadir = args[1];
+  const std::string arg = args.size() > 2 ? args[2] : "";
+  static const char* const kCommands[] = {"flush",      "sst",     "manifest", "wal",       "del-inode",   "dangling",
+                                          "bump-nlink", "pm-wal",  "rowtable", "row-order", "foreign-pool"};
+  if (std::find(std::begin(kCommands), std::end(kCommands), cmd) == std::end(kCommands)) {
+    kCli.Fail("unknown command \"" + cmd + "\"");
   }
-  const std::string cmd = argv[1];
-  const std::string datadir = argv[2];
-  const std::string arg = argc > 3 ? argv[3] : "";
   if (cmd == "sst") return Flip(Newest(datadir, FileType::kTable), 20);
   if (cmd == "manifest") return Flip(Newest(datadir, FileType::kManifest), 12);
   if (cmd == "wal") return Flip(Newest(datadir, FileType::kLog), 12);
@@ -310,8 +330,7 @@ int Main(int argc, char** argv) {
     if (s.ok()) std::printf("added /%s naming missing inode %llu\n", arg.c_str(), static_cast<unsigned long long>(e.ino));
   } else {
     (void)(*db)->Close();
-    std::fprintf(stderr, "mxfs-inject: unknown command %s\n", cmd.c_str());
-    return 2;
+    kCli.Fail("unknown command \"" + cmd + "\"");
   }
   Status c = (*db)->Close();
   if (!s.ok()) return Fail(s.ToString());

@@ -54,6 +54,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cli_util.h"
 #include "base/logging.h"
 #include "base/unique_fd.h"
 #include "fuse/kernel_channel.h"
@@ -90,9 +91,7 @@ struct Args {
   std::vector<std::string> passthrough;  // kernel/libfuse mount options
 };
 
-[[noreturn]] void Usage(const char* msg) {
-  if (msg != nullptr) std::fprintf(stderr, "matrixfs: %s\n", msg);
-  std::fprintf(stderr,
+const Cli kCli("matrixfs",
                "usage: matrixfs DATADIR MOUNTPOINT [-f] [-d] [-o opt[,opt...]]\n"
                "  -f                 stay in the foreground\n"
                "  -d, -o debug       FUSE debug output (implies -f)\n"
@@ -117,8 +116,13 @@ struct Args {
                "  -o uring_threads=N ring threads per CPU queue with -o uring (default 4)\n"
                "  -o allow_other     let other users access the mount (implied for root)\n"
                "  -o ro              mount read-only\n"
-               "  -o remount[,ro|rw] change the flags of the running mount on MOUNTPOINT (mount -o remount)\n");
-  std::exit(msg ? 2 : 0);
+               "  -o remount[,ro|rw] change the flags of the running mount on MOUNTPOINT (mount -o remount)\n"
+               "  -h, --help         this text\n");
+
+// msg nullptr asks for the help text.
+[[noreturn]] void Usage(const char* msg) {
+  if (msg == nullptr) kCli.Help();
+  kCli.Fail(msg);
 }
 
 bool ParseSize(const std::string& s, uint32_t* out) {
@@ -216,18 +220,22 @@ void ParseOptions(const std::string& list, Args* a) {
 }
 
 Args ParseArgs(int argc, char** argv) {
+  kCli.HelpIfAsked(argc, argv);
   Args a;
   std::vector<std::string> pos;
+  bool options_end = false;  // after "--" every argument is an operand
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
-    if (s == "-f") a.foreground = true;
+    if (options_end) pos.push_back(s);
+    else if (s == "--") options_end = true;
+    else if (s == "-f") a.foreground = true;
     else if (s == "-d") a.debug = a.foreground = true;
     else if (s == "-h" || s == "--help") Usage(nullptr);
     else if (s == "-o") {
       if (i + 1 >= argc) Usage("-o needs an argument");
       ParseOptions(argv[++i], &a);
     } else if (s.rfind("-o", 0) == 0) ParseOptions(s.substr(2), &a);
-    else if (!s.empty() && s[0] == '-') Usage(("unknown flag " + s).c_str());
+    else if (Cli::IsOption(s.c_str())) kCli.UnknownOption(s);
     else pos.push_back(s);
   }
   if (pos.size() != 2) Usage("expected DATADIR and MOUNTPOINT");

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli_util.h"
 #include "base/random.h"
 #include "kvcore/include/db.h"
 
@@ -57,31 +58,31 @@ struct Flags {
   std::exit(1);
 }
 
-void Usage() {
-  std::fprintf(stderr,
+const mxfs::Cli kCli("blob-gc-bench",
                "usage: blob-gc-bench [--db=DIR] [--num=N] [--value_size=B] [--hot=F] [--rounds=M] [--gc=0|1]\n"
                "                     [--ratio=R] [--write_buffer_size=B] [--target_file_size_base=B]\n"
                "                     [--max_bytes_for_level_base=B] [--blob_file_size=B] [--num_levels=L]\n"
-               "                     [--nvm_path=P --nvm_size=B] [--verbose=1]\n");
-  std::exit(2);
-}
+               "                     [--nvm_path=P --nvm_size=B] [--verbose=1]\n"
+               "       blob-gc-bench -h|--help\n");
 
 Flags ParseFlags(int argc, char** argv) {
+  kCli.HelpIfAsked(argc, argv);
   Flags f;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
     const size_t eq = a.find('=');
-    if (a.rfind("--", 0) != 0 || eq == std::string::npos) Usage();
+    if (!mxfs::Cli::IsOption(a.c_str())) kCli.Fail("unexpected argument \"" + a + "\": every argument is a --flag=value");
+    if (a.rfind("--", 0) != 0 || eq == std::string::npos) kCli.Fail(a + ": every argument is a --flag=value");
     const std::string name = a.substr(2, eq - 2), v = a.substr(eq + 1);
     auto num = [&](int64_t* dst) {
       char* end = nullptr;
       *dst = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || *dst < 0) Fail("--" + name + ": expected a non-negative integer, got '" + v + "'");
+      if (v.empty() || *end != '\0' || *dst < 0) kCli.Fail("--" + name + ": expected a non-negative integer, got '" + v + "'");
     };
     auto real = [&](double* dst) {
       char* end = nullptr;
       *dst = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0') Fail("--" + name + ": expected a number, got '" + v + "'");
+      if (v.empty() || *end != '\0') kCli.Fail("--" + name + ": expected a number, got '" + v + "'");
     };
     if (name == "db") f.db = v;
     else if (name == "num") num(&f.num);
@@ -98,9 +99,9 @@ Flags ParseFlags(int argc, char** argv) {
     else if (name == "nvm_path") f.nvm_path = v;
     else if (name == "nvm_size") num(&f.nvm_size);
     else if (name == "verbose") f.verbose = v != "0";
-    else Fail("unknown flag --" + name);
+    else kCli.UnknownOption("--" + name);
   }
-  if (f.num < 1 || f.hot <= 0 || f.hot > 1) Fail("--num must be >= 1 and --hot in (0, 1]");
+  if (f.num < 1 || f.hot <= 0 || f.hot > 1) kCli.Fail("--num must be >= 1 and --hot in (0, 1]");
   return f;
 }
 

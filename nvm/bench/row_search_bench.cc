@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli_util.h"
 #include "base/random.h"
 #include "nvm/matrix_container.h"
 #include "nvm/pool.h"
@@ -53,24 +54,63 @@ std::string Key(uint64_t k) {
   return b;
 }
 
-long Flag(int argc, char** argv, const char* name, long def) {
-  size_t n = std::strlen(name);
-  for (int i = 1; i < argc; i++)
-    if (std::strncmp(argv[i], name, n) == 0 && argv[i][n] == '=') return std::atol(argv[i] + n + 1);
-  return def;
+const Cli kCli("nvm_row_search_bench",
+               "usage: nvm_row_search_bench [--rows=N] [--entries=N] [--value_size=N]\n"
+               "                            [--queries=N] [--pool=PATH] [--pool_mb=N]\n"
+               "  --rows=N        rows in the container (default 20)\n"
+               "  --entries=N     entries per row (default 50000)\n"
+               "  --value_size=N  bytes per value (default 100)\n"
+               "  --queries=N     lookups per mode and operation (default 200000)\n"
+               "  --pool=PATH     the pool file (default /dev/shm/nvm_row_search_bench.PID, unlinked once mapped)\n"
+               "  --pool_mb=N     pool size in MiB (default 1024)\n"
+               "  -h, --help      this text\n");
+
+struct Flags {
+  long rows = 20;
+  long entries = 50000;
+  long value_size = 100;
+  long queries = 200000;
+  long pool_mb = 1024;
+  std::string path = "/dev/shm/nvm_row_search_bench." + std::to_string(getpid());
+};
+
+Flags ParseFlags(int argc, char** argv) {
+  kCli.HelpIfAsked(argc, argv);
+  Flags f;
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    const size_t eq = a.find('=');
+    if (!Cli::IsOption(a.c_str())) kCli.Fail("unexpected argument \"" + a + "\": every argument is a --flag=value");
+    if (a.rfind("--", 0) != 0 || eq == std::string::npos) kCli.Fail(a + ": every argument is a --flag=value");
+    const std::string name = a.substr(0, eq), v = a.substr(eq + 1);
+    auto num = [&](long* dst) {
+      char* end = nullptr;
+      *dst = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || *dst <= 0) kCli.Fail(name + ": expected a positive integer, got '" + v + "'");
+    };
+    if (name == "--rows") num(&f.rows);
+    else if (name == "--entries") num(&f.entries);
+    else if (name == "--value_size") num(&f.value_size);
+    else if (name == "--queries") num(&f.queries);
+    else if (name == "--pool_mb") num(&f.pool_mb);
+    else if (name == "--pool") {
+      if (v.empty() || Cli::IsOption(v.c_str())) kCli.Fail("--pool: \"" + v + "\" is not a path");
+      f.path = v;
+    } else kCli.UnknownOption(name);
+  }
+  return f;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const long rows = Flag(argc, argv, "--rows", 20);
-  const long entries = Flag(argc, argv, "--entries", 50000);
-  const long value_size = Flag(argc, argv, "--value_size", 100);
-  const long queries = Flag(argc, argv, "--queries", 200000);
-  const long pool_mb = Flag(argc, argv, "--pool_mb", 1024);
-  std::string path = "/dev/shm/nvm_row_search_bench." + std::to_string(getpid());
-  for (int i = 1; i < argc; i++)
-    if (std::strncmp(argv[i], "--pool=", 7) == 0) path = argv[i] + 7;
+  const Flags flags = ParseFlags(argc, argv);
+  const long rows = flags.rows;
+  const long entries = flags.entries;
+  const long value_size = flags.value_size;
+  const long queries = flags.queries;
+  const long pool_mb = flags.pool_mb;
+  const std::string path = flags.path;
 
   PoolCreateOptions po;
   po.size = static_cast<uint64_t>(pool_mb) << 20;

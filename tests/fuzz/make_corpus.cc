@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli_util.h"
 #include "fuse/schema.h"
 #include "fuse/superblock.h"
 #include "kvcore/dbformat.h"
@@ -325,12 +326,14 @@ void FuseSeeds() {
 }  // namespace mxfs::fuzz
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR (writes DIR/<target>/seed-*)\n", argv[0]);
-    return 2;
-  }
-  mxfs::fuzz::g_dir = argv[1];
-  ::mkdir(argv[1], 0755);
+  const mxfs::Cli cli("make_fuzz_corpus",
+                      "usage: make_fuzz_corpus DIR\n"
+                      "  writes the seed corpus of every fuzz target into DIR/<target>/seed-*\n"
+                      "  -h, --help  this text\n");
+  cli.HelpIfAsked(argc, argv);
+  const std::string dir = cli.Operands(argc, argv, 1, 1, "DIR")[0];
+  mxfs::fuzz::g_dir = dir;
+  ::mkdir(dir.c_str(), 0755);
   mxfs::fuzz::TableSeeds();
   mxfs::fuzz::BlockSeeds();
   mxfs::fuzz::BlobSeeds();

@@ -15,7 +15,7 @@
 #    2000 of 2000 after the close and reopen.
 # 3. readseq over the reopened DB must see as many distinct keys as it holds
 #    (at least F, at most 2000).
-# 4. Bad flags: an unknown flag and a non-numeric value exit 1 and name the
+# 4. Bad flags: an unknown flag and a non-numeric value exit 2 and name the
 #    flag.
 # 5. The mixed workloads, two threads each, on a fillseq'd DB (every key
 #    present) with a small NVM pool: readrandomwriterandom (50%),
@@ -93,7 +93,7 @@ fi
 "$bin" --no_such_flag=1 >/dev/null 2>"$tmp/bad1" && fail "an unknown flag was accepted"
 grep -q 'no_such_flag' "$tmp/bad1" || fail "unknown-flag message does not name the flag: $(cat "$tmp/bad1")"
 "$bin" --num=abc --db="$db" >/dev/null 2>"$tmp/bad2"
-[ $? -eq 1 ] || fail "--num=abc did not exit 1"
+[ $? -eq 2 ] || fail "--num=abc did not exit 2"
 grep -q -- '--num' "$tmp/bad2" || fail "bad-value message does not name --num: $(cat "$tmp/bad2")"
 
 # 5. Mixed workloads.

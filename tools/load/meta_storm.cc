@@ -35,6 +35,8 @@
 #include <string>
 #include <vector>
 
+#include "base/cli_util.h"
+
 namespace {
 
 constexpr int kDirs = 4;
@@ -134,13 +136,17 @@ struct Storm {
   }
 };
 
-[[noreturn]] void Usage(const char* why) {
-  std::fprintf(stderr,
-               "mxfs-meta-storm: %s\n"
-               "usage: mxfs-meta-storm --dir DIR [--procs N] [--seconds S] [--names K] [--seed X]\n",
-               why);
-  std::exit(2);
-}
+const mxfs::Cli kCli("mxfs-meta-storm",
+                     "usage: mxfs-meta-storm --dir DIR [--procs N] [--seconds S] [--names K] [--seed X]\n"
+                     "  --dir DIR      where the four shared directories are made (required)\n"
+                     "  --procs N      processes, 1..64 (default 4)\n"
+                     "  --seconds S    how long they run (default 10)\n"
+                     "  --names K      names per shared directory (default 400)\n"
+                     "  --seed X       random seed (default 1)\n"
+                     "  -h, --help     this text\n"
+                     "exit: 0 no unexpected error, 1 unexpected errors, 2 usage\n");
+
+[[noreturn]] void Usage(const char* why) { kCli.Fail(why); }
 
 }  // namespace
 
@@ -154,20 +160,29 @@ int main(int argc, char** argv) {
                                  {"seconds", required_argument, nullptr, 's'},
                                  {"names", required_argument, nullptr, 'n'},
                                  {"seed", required_argument, nullptr, 'x'},
+                                 {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
+  kCli.HelpIfAsked(argc, argv);
+  opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":h", kLong, nullptr)) != -1) {
     char* end = nullptr;
     switch (c) {
-      case 'd': dir = optarg; break;
+      case 'd':
+        if (mxfs::Cli::IsOption(optarg)) Usage((std::string("--dir: \"") + optarg + "\" is an option, not a path").c_str());
+        dir = optarg;
+        break;
       case 'p': procs = static_cast<int>(std::strtol(optarg, &end, 10)); break;
       case 's': seconds = std::strtod(optarg, &end); break;
       case 'n': names = static_cast<int>(std::strtol(optarg, &end, 10)); break;
       case 'x': seed = std::strtoull(optarg, &end, 10); break;
-      default: Usage("unknown option");
+      case 'h': kCli.Help();
+      case ':': kCli.Fail(std::string("option ") + argv[optind - 1] + " needs an argument");
+      default: kCli.UnknownOption(argv[optind - 1]);
     }
     if (end != nullptr && *end != '\0') Usage((std::string("bad number \"") + optarg + "\"").c_str());
   }
+  kCli.Operands(argc, argv, optind, 0, "");
   if (dir.empty()) Usage("--dir is required");
   if (procs < 1 || procs > 64 || names < 1 || seconds <= 0) Usage("--procs 1..64, --names and --seconds > 0");
   for (int i = 0; i < kDirs; ++i) {

@@ -70,6 +70,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cli_util.h"
 #include "tools/torture/daemon.h"
 #include "tools/torture/fs_model.h"
 
@@ -111,9 +112,7 @@ struct Options {
   bool verbose = false;
 };
 
-[[noreturn]] void Usage(const std::string& msg) {
-  if (!msg.empty()) std::fprintf(stderr, "mxfs-torture: %s\n", msg.c_str());
-  std::fprintf(stderr,
+const mxfs::Cli kCli("mxfs-torture",
                "usage: mxfs-torture --bin DIR [--rounds N] [--time-limit SECONDS] [--seed S] [--dir SCRATCH]\n"
                "                    [--pool | --ssd] [--threads N] [--round-ms MS] [--mount-options OPTS] [-v]\n"
                "  --bin DIR         where matrixfs and fsck.matrixfs live\n"
@@ -125,8 +124,13 @@ struct Options {
                "  --threads N       workload threads (default 3)\n"
                "  --round-ms MS     longest workload per round before the kill (default 1500)\n"
                "  --mount-options O extra matrixfs -o options for every mount (e.g. passthrough)\n"
-               "  -v                say what each round did in detail\n");
-  std::exit(2);
+               "  -v                say what each round did in detail\n"
+               "  -h, --help        this text\n");
+
+// An empty msg asks for the help text.
+[[noreturn]] void Usage(const std::string& msg) {
+  if (msg.empty()) kCli.Help();
+  kCli.Fail(msg);
 }
 
 long ParseNum(const std::string& flag, const char* s) {
@@ -138,6 +142,7 @@ long ParseNum(const std::string& flag, const char* s) {
 }
 
 Options ParseArgs(int argc, char** argv) {
+  kCli.HelpIfAsked(argc, argv);
   Options o;
   o.seed = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) % 1000000007ull;
   for (int i = 1; i < argc; ++i) {
@@ -154,11 +159,16 @@ Options ParseArgs(int argc, char** argv) {
       if (i + 1 >= argc) Usage(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--bin") o.bin = next();
+    auto path = [&]() -> std::string {
+      std::string p = next();
+      if (mxfs::Cli::IsOption(p.c_str())) Usage(a + ": \"" + p + "\" is an option, not a path");
+      return p;
+    };
+    if (a == "--bin") o.bin = path();
     else if (a == "--rounds") o.rounds = static_cast<int>(ParseNum(a, next().c_str()));
     else if (a == "--time-limit") o.time_limit = static_cast<int>(ParseNum(a, next().c_str()));
     else if (a == "--seed") o.seed = static_cast<uint64_t>(ParseNum(a, next().c_str()));
-    else if (a == "--dir") o.dir = next();
+    else if (a == "--dir") o.dir = path();
     else if (a == "--pool") o.ssd = false;
     else if (a == "--ssd") o.pool = false;
     else if (a == "--threads") o.threads = static_cast<int>(ParseNum(a, next().c_str()));
@@ -166,7 +176,8 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--mount-options") o.mount_options = next();
     else if (a == "-v") o.verbose = true;
     else if (a == "-h" || a == "--help") Usage("");
-    else Usage("unknown argument " + a);
+    else if (mxfs::Cli::IsOption(a.c_str())) kCli.UnknownOption(a);
+    else Usage("unexpected argument \"" + a + "\"");
   }
   if (o.bin.empty()) Usage("--bin is required");
   if (!o.pool && !o.ssd) Usage("--pool and --ssd exclude each other");
