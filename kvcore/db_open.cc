@@ -251,7 +251,9 @@ Status DBImpl::RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* ma
   Slice record;
   WriteBatch batch;
   uint64_t offset = 0;
+  uint64_t records = 0;
   while (reader.ReadRecord(&record, &scratch)) {
+    ++records;
     Status s = batch.SetRep(record);
     if (s.ok()) {
       if (!mem_) {
@@ -286,6 +288,10 @@ Status DBImpl::RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* ma
     }
   }
   if (!reader.status().ok()) return reader.status();
+  if (records > 0 && ctx_.options.read_only) {
+    MXFS_LOG_INFO("%s: replayed %llu records in memory only; nothing was written: a writable open would replay them",
+                  path.c_str(), static_cast<unsigned long long>(records));
+  }
   if (reader.DroppedBytes() > 0) {
     MXFS_LOG_WARN("%s: ignored a torn last record (%llu bytes at offset %llu); it was never acknowledged",
                   path.c_str(), static_cast<unsigned long long>(reader.DroppedBytes()),
@@ -331,7 +337,14 @@ Status DBImpl::RecoverPmWal(SequenceNumber* max_sequence) {
     std::lock_guard<std::mutex> g(mu_);
     imms_.push_back(std::move(mem));
   }
-  if (replayed > 0) {
+  if (replayed > 0 && ctx_.options.read_only) {
+    // A read-only open (fsck -n) changes nothing: the records are only
+    // replayed in memory, and a writable open would replay them again.
+    MXFS_LOG_INFO("%s: replayed %llu write groups from the PM WAL of %s in memory only (%llu already flushed); "
+                  "nothing was written: a writable open would replay them",
+                  ctx_.dbname.c_str(), static_cast<unsigned long long>(replayed), nvm_->pool()->path().c_str(),
+                  static_cast<unsigned long long>(skipped));
+  } else if (replayed > 0) {
     MXFS_LOG_INFO("%s: replayed %llu write groups from the PM WAL of %s (%llu already flushed)", ctx_.dbname.c_str(),
                   static_cast<unsigned long long>(replayed), nvm_->pool()->path().c_str(),
                   static_cast<unsigned long long>(skipped));

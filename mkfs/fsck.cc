@@ -93,6 +93,14 @@ FsckResult Checker::Run() {
                  " collected now (the next mount collects the rest)\n",
                  datadir_.c_str(), res_.leftovers, res_.collected);
   }
+  if (!clean_ && keys_ > 0 && o_.mode == FsckMode::kCheck) {
+    // -n opened the database read-only: what its write-ahead log holds was
+    // replayed in memory for the check, and no file changed.
+    std::fprintf(o_.out,
+                 "%s: not cleanly unmounted; -n replayed the write-ahead log in memory only and wrote nothing "
+                 "(the next mount, or fsck -p or -y, would replay it into the database)\n",
+                 datadir_.c_str());
+  }
   return res_;
 }
 
