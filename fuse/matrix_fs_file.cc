@@ -20,6 +20,9 @@
 #ifndef FALLOC_FL_PUNCH_HOLE
 #define FALLOC_FL_PUNCH_HOLE 0x02
 #endif
+#ifndef FALLOC_FL_ZERO_RANGE
+#define FALLOC_FL_ZERO_RANGE 0x10
+#endif
 
 namespace mxfs {
 
@@ -304,10 +307,22 @@ void MatrixFs::Fsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
   fuse_reply_err(req, ToErrno(s));
 }
 
+// fallocate modes (as on ext4): 0 allocates and may grow the file;
+// KEEP_SIZE allocates without changing the size (beyond the end too);
+// PUNCH_HOLE|KEEP_SIZE makes a hole; ZERO_RANGE (with or without
+// KEEP_SIZE) makes the range read as zeros and, without KEEP_SIZE, grows
+// the file to its end. Inline files have no allocation to speak of:
+// allocating is only the size change there, and zeroing drops their blocks
+// (a hole, as ext4's unwritten extents are for SEEK_DATA). The object of a
+// large file is changed first and the inode committed after, as for a
+// write: a crash in between leaves an object at least as large as the
+// inode, which the next mount takes over (Startup).
 void MatrixFs::Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length, fuse_file_info*) {
   Count(kOpFallocate);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, EOPNOTSUPP);
-  if (mode != 0 && mode != (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
+  const bool keep = (mode & FALLOC_FL_KEEP_SIZE) != 0;
+  const int kind = mode & ~FALLOC_FL_KEEP_SIZE;
+  if (kind != 0 && kind != FALLOC_FL_ZERO_RANGE && mode != (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
     return (void)fuse_reply_err(req, EOPNOTSUPP);
   }
   if (offset < 0 || length <= 0) return (void)fuse_reply_err(req, EINVAL);
@@ -315,6 +330,7 @@ void MatrixFs::Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
   Status s = [&]() -> Status {
     uint64_t off = static_cast<uint64_t>(offset), len = static_cast<uint64_t>(length);
     if (off + len > (1ull << 50)) return Errno(EFBIG);
+    const uint64_t end = off + len;
     InodeLocks locks(this, {ino});
     Txn txn(this);
     auto ar = txn.Attr(ino);
@@ -322,22 +338,33 @@ void MatrixFs::Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
     InodeAttr* a = *ar;
     if (!a->IsReg()) return Errno(a->IsDir() ? EISDIR : ENODEV);
     std::vector<uint64_t> drop;
-    int64_t now = NowNs();
-    if (mode == 0) {
-      if (off + len > a->size) MXFS_RETURN_IF_ERROR(Truncate(&txn, ino, a, off + len, &drop));
+    const int64_t now = NowNs();
+    const uint64_t old_size = a->size;
+    // Growing first: it may move an inline file into its object, which
+    // copies the blocks as committed, so the zeroing below must come after.
+    if (!keep && kind != FALLOC_FL_PUNCH_HOLE && end > a->size) {
+      MXFS_RETURN_IF_ERROR(Truncate(&txn, ino, a, end, &drop));
+    }
+    if (kind == 0) {
       if (a->storage == Storage::kObject) {
         auto o = ObjectFor(ino, false);
         if (!o) return o.error();
-        MXFS_RETURN_IF_ERROR((*o)->Allocate(0, off, len));
+        MXFS_RETURN_IF_ERROR((*o)->Allocate(mode, off, len));
       }
+      if (a->size != old_size) a->mtime_ns = now;
       a->ctime_ns = now;
     } else {
-      if (a->storage == Storage::kInline) {
-        MXFS_RETURN_IF_ERROR(PunchInline(&txn, ino, *a, off, len));
-      } else {
-        auto o = ObjectFor(ino, false);
-        if (!o) return o.error();
-        MXFS_RETURN_IF_ERROR((*o)->Allocate(mode, off, len));
+      // PUNCH_HOLE and ZERO_RANGE: the bytes inside the old size read as
+      // zeros (past it they already do).
+      const uint64_t zend = std::min(end, old_size);
+      if (off < zend) {
+        if (a->storage == Storage::kInline) {
+          MXFS_RETURN_IF_ERROR(PunchInline(&txn, ino, *a, off, zend - off));
+        } else {
+          auto o = ObjectFor(ino, false);
+          if (!o) return o.error();
+          MXFS_RETURN_IF_ERROR((*o)->Allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, zend - off));
+        }
       }
       a->mtime_ns = a->ctime_ns = now;
     }
@@ -350,6 +377,13 @@ void MatrixFs::Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse
   Count(kOpOther);
   if (whence != SEEK_DATA && whence != SEEK_HOLE) return (void)fuse_reply_err(req, EINVAL);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, ENXIO);
+  // Under the writeback cache, bytes written since the last write-back are
+  // only in the kernel's pages (the size too): have the kernel write back
+  // the file from off on before answering (fuse/page_cache_inval.h; the
+  // wait is bounded for the reason given there).
+  if (writeback_cache_.load(std::memory_order_relaxed) && inval_ && off >= 0) {
+    inval_->Invalidate(ino, off, 0, std::chrono::seconds(2));
+  }
   std::shared_ptr<RandomRWFile> obj;
   off_t result = -1;
   Status s;

@@ -2,7 +2,8 @@
 // through a real mount and, where one applies, against tmpfs or ext4 as the
 // oracle: a mount right after umount; the control directory reachable by
 // name only; buffered reads after asynchronous O_DIRECT writes; mount -o
-// remount,ro|rw.
+// remount,ro|rw; fallocate modes and SEEK_DATA/SEEK_HOLE.
+#include <linux/falloc.h>
 #include <liburing.h>
 #include <sys/file.h>
 #include <sys/mount.h>
@@ -340,4 +341,167 @@ TEST_CASE("Mount: a daemon started read-only refuses remount,rw and says why", "
   REQUIRE(out.find("started with -o ro") != std::string::npos);
   REQUIRE(MountOptions(m.mnt()).rfind("ro,", 0) == 0);
   REQUIRE(ReadAll(m.P("f")) == "x");
+}
+
+namespace {
+
+// What SEEK_DATA and SEEK_HOLE answer at each of the offsets (the offset
+// found, or -errno), then the size and a checksum of the contents.
+std::vector<long long> Layout(int fd, bool seeks = true) {
+  std::vector<long long> out;
+  struct stat st;
+  REQUIRE(fstat(fd, &st) == 0);
+  const long long size = st.st_size;
+  if (seeks) {
+    for (long long off : {0LL, 1LL, 4095LL, 4096LL, 10000LL, 65536LL, 300000LL, 1LL << 20, (1LL << 20) + 4096,
+                          (1LL << 20) + 70000, size - 1, size, size + 4096}) {
+      for (int whence : {SEEK_DATA, SEEK_HOLE}) {
+        off_t r = lseek(fd, off, whence);
+        out.push_back(r < 0 ? -errno : r);
+      }
+    }
+  }
+  out.push_back(size);
+  std::string data(static_cast<size_t>(size), '\0');
+  REQUIRE(pread(fd, data.data(), data.size(), 0) == static_cast<ssize_t>(data.size()));
+  unsigned long long h = 1469598103934665603ull;
+  for (char c : data) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  out.push_back(static_cast<long long>(h & 0x7fffffffffffffffull));
+  return out;
+}
+
+// Walks fd's data and holes with SEEK_DATA/SEEK_HOLE; "" when every hole
+// reads as zeros and the answers are in order, else what is wrong.
+std::string HolesProblem(int fd) {
+  struct stat st;
+  REQUIRE(fstat(fd, &st) == 0);
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  REQUIRE(pread(fd, data.data(), data.size(), 0) == static_cast<ssize_t>(data.size()));
+  off_t pos = 0;
+  while (pos < st.st_size) {
+    off_t d = lseek(fd, pos, SEEK_DATA);
+    off_t hole_end = d < 0 ? st.st_size : d;
+    if (d < 0 && errno != ENXIO) return "SEEK_DATA at " + std::to_string(pos) + ": errno " + std::to_string(errno);
+    if (hole_end < pos || hole_end > st.st_size) return "SEEK_DATA at " + std::to_string(pos) + " gave " + std::to_string(d);
+    for (off_t i = pos; i < hole_end; ++i) {
+      if (data[static_cast<size_t>(i)] != 0) return "byte " + std::to_string(i) + " is in a hole but not zero";
+    }
+    if (d < 0) break;
+    off_t h = lseek(fd, d, SEEK_HOLE);
+    if (h <= d || h > st.st_size) return "SEEK_HOLE at " + std::to_string(d) + " gave " + std::to_string(h);
+    pos = h;
+  }
+  return "";
+}
+
+// SEEK_DATA/SEEK_HOLE on dir/name through writes that are still in the page
+// cache, a punched hole, a size grown by truncate and a write past a gap;
+// the layout after every step. `big` makes the file large (an object on
+// MatrixFS).
+std::vector<std::vector<long long>> SeekScenario(const std::string& dir, bool big) {
+  std::vector<std::vector<long long>> steps;
+  const std::string f = dir + (big ? "/seekbig" : "/seeksmall");
+  int fd = open(f.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+  const off_t size = big ? (2 << 20) : 12000;
+  std::string ones(static_cast<size_t>(size), '\x11');
+  REQUIRE(pwrite(fd, ones.data(), ones.size(), 0) == size);  // not closed or synced
+  steps.push_back(Layout(fd));
+  REQUIRE(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4096, big ? 65536 : 4096) == 0);
+  steps.push_back(Layout(fd));
+  REQUIRE(ftruncate(fd, size + (1 << 20)) == 0);
+  steps.push_back(Layout(fd));
+  std::string twos(5000, '\x22');
+  REQUIRE(pwrite(fd, twos.data(), twos.size(), size + 300000) == 5000);
+  steps.push_back(Layout(fd));
+  REQUIRE(fsync(fd) == 0);
+  steps.push_back(Layout(fd));
+  close(fd);
+  fd = open(f.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  steps.push_back(Layout(fd));
+  close(fd);
+  return steps;
+}
+
+// fallocate in every mode on dir/name, first over bytes still in the page
+// cache; after every step the size, a checksum of the contents and
+// fallocate's result. *holes gets what HolesProblem finds wrong, if
+// anything. (Which zeroed ranges count as data differs between
+// filesystems and even between ext4's cache states, so SEEK answers after
+// ZERO_RANGE are checked for consistency, not against ext4.)
+std::vector<std::vector<long long>> FallocScenario(const std::string& dir, bool big, std::string* holes) {
+  std::vector<std::vector<long long>> steps;
+  const std::string f = dir + (big ? "/big" : "/small");
+  int fd = open(f.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+  const size_t first = big ? (2u << 20) : 12000;
+  std::string ones(first, '\x11');
+  REQUIRE(pwrite(fd, ones.data(), ones.size(), 0) == static_cast<ssize_t>(ones.size()));
+  auto falloc = [&](int mode, off_t off, off_t len) {
+    long long rc = fallocate(fd, mode, off, len) == 0 ? 0 : -errno;
+    steps.push_back(Layout(fd, false));
+    steps.back().push_back(rc);
+    if (holes->empty()) *holes = HolesProblem(fd);
+  };
+  const off_t size = static_cast<off_t>(first);
+  falloc(FALLOC_FL_KEEP_SIZE, size, 1 << 16);                            // preallocate past the end
+  falloc(FALLOC_FL_ZERO_RANGE, 4096, 8192);                              // zeros inside
+  falloc(FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, size - 100, 5000);  // across the end, size kept
+  falloc(FALLOC_FL_ZERO_RANGE, size - 100, 5000);                        // across the end, size grows
+  falloc(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096);
+  falloc(0, size + 10000, 4096);                                         // allocate and grow
+  falloc(FALLOC_FL_ZERO_RANGE, (3 << 20) - 1, 2);                        // a large file from a small one
+  REQUIRE(fsync(fd) == 0);
+  close(fd);
+  fd = open(f.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  steps.push_back(Layout(fd, false));
+  if (holes->empty()) *holes = HolesProblem(fd);
+  close(fd);
+  return steps;
+}
+
+}  // namespace
+
+TEST_CASE("Mount: SEEK_DATA/SEEK_HOLE answer as on ext4, also for bytes not yet written back", "[fuse][mount]") {
+  for (const char* opts : {"allow_other", "allow_other,passthrough"}) {
+    INFO("mount options " << opts);
+    MountFixture m(opts);
+    const std::string ext4 = m.root() + "/ext4";  // the fixture's own directory is on the root filesystem
+    REQUIRE(mkdir(ext4.c_str(), 0755) == 0);
+    for (bool big : {false, true}) {
+      INFO((big ? "large file" : "small file"));
+      auto want = SeekScenario(ext4, big);
+      auto got = SeekScenario(m.mnt(), big);
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        INFO("step " << i);
+        CHECK(got[i] == want[i]);
+      }
+    }
+  }
+}
+
+TEST_CASE("Mount: fallocate KEEP_SIZE, ZERO_RANGE, PUNCH_HOLE and plain give ext4's sizes and bytes", "[fuse][mount]") {
+  for (const char* opts : {"allow_other", "allow_other,passthrough"}) {
+    INFO("mount options " << opts);
+    MountFixture m(opts);
+    const std::string ext4 = m.root() + "/ext4";
+    REQUIRE(mkdir(ext4.c_str(), 0755) == 0);
+    for (bool big : {false, true}) {
+      INFO((big ? "large file" : "small file"));
+      std::string ext4_holes, holes;
+      auto want = FallocScenario(ext4, big, &ext4_holes);
+      auto got = FallocScenario(m.mnt(), big, &holes);
+      REQUIRE(ext4_holes.empty());
+      CHECK(holes.empty());
+      INFO(holes);
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        INFO("step " << i);
+        CHECK(got[i] == want[i]);
+      }
+    }
+  }
 }
