@@ -302,6 +302,9 @@ class MatrixFs {
   Status Commit(Txn* txn);
   Status DeleteInodeKeys(uint64_t ino, WriteBatch* batch);
   void RemoveObject(uint64_t ino);
+  // Removes an object created by an uncommitted Txn (and the Node's handle
+  // on it); caller holds ino's stripe.
+  void DropNewObject(uint64_t ino);
   std::string ObjectPath(uint64_t ino) const;
   Result<std::shared_ptr<RandomRWFile>> ObjectFor(uint64_t ino, bool create);  // caller holds ino's stripe
   Status DropLink(Txn* txn, uint64_t ino, InodeAttr* a);

@@ -172,15 +172,10 @@ Status MatrixFs::DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t s
     if (!o) return o.error();
     obj = *o;
   }
+  // A new object (migrated) is removed by the Txn unless it commits.
   Status s = obj->Write(off, Slice(buf, size));
   if (s.ok() && migrated) s = obj->Sync();
-  if (!s.ok()) {
-    if (migrated) {
-      NodeFor(ino).object.reset();
-      RemoveObject(ino);
-    }
-    return s;
-  }
+  if (!s.ok()) return s;
   if (!migrated && end <= a->size && killed == 0 && writeback_cache_.load(std::memory_order_relaxed)) {
     // No visible metadata change the kernel does not track itself (with the
     // writeback cache it owns mtime and sends it in a later setattr).
@@ -191,12 +186,7 @@ Status MatrixFs::DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t s
   }
   a->size = std::max(a->size, end);
   stamp(a);
-  s = Commit(&txn);
-  if (!s.ok() && migrated) {
-    NodeFor(ino).object.reset();
-    RemoveObject(ino);
-  }
-  return s;
+  return Commit(&txn);
 }
 
 void MatrixFs::Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
@@ -340,6 +330,7 @@ void MatrixFs::Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
     std::vector<uint64_t> drop;
     const int64_t now = NowNs();
     const uint64_t old_size = a->size;
+    const bool had_object = a->storage == Storage::kObject;
     // Growing first: it may move an inline file into its object, which
     // copies the blocks as committed, so the zeroing below must come after.
     if (!keep && kind != FALLOC_FL_PUNCH_HOLE && end > a->size) {
@@ -349,7 +340,13 @@ void MatrixFs::Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
       if (a->storage == Storage::kObject) {
         auto o = ObjectFor(ino, false);
         if (!o) return o.error();
-        MXFS_RETURN_IF_ERROR((*o)->Allocate(mode, off, len));
+        Status as = (*o)->Allocate(mode, off, len);
+        if (!as.ok()) {
+          // Refused (ENOSPC, EFBIG): an object this Txn made goes with it;
+          // one that grew for nothing is cut back to the size its inode keeps.
+          if (had_object && a->size > old_size) (*o)->Truncate(old_size).IgnoreError();
+          return as;
+        }
       }
       if (a->size != old_size) a->mtime_ns = now;
       a->ctime_ns = now;

@@ -106,6 +106,7 @@ Status MatrixFs::Commit(Txn* txn) {
   }
   for (uint64_t ino : txn->deleted_) MXFS_RETURN_IF_ERROR(DeleteInodeKeys(ino, &txn->batch));
   MXFS_RETURN_IF_ERROR(db_->Write(CommitOptions(), &txn->batch));
+  txn->committed_ = true;
   for (auto& [ino, a] : txn->attrs_) {
     if (Node* n = FindNode(ino)) {
       n->attr = a;

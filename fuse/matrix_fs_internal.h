@@ -116,9 +116,21 @@ class MatrixFs::InodeLocks {
 
 // One operation's batch plus the attributes it changes; Commit writes the
 // batch and then refreshes the inode table. Used under the inodes' locks.
+//
+// An object a Txn creates (MigrateToObject) belongs to the Txn until Commit
+// succeeds: a Txn that ends uncommitted (an error on the way, a refused
+// commit) removes it, so no failure path leaves an object that no inode
+// points to. The caller holds the stripes of the inodes it changes for the
+// Txn's whole life (declare the InodeLocks before the Txn).
 class MatrixFs::Txn {
  public:
   explicit Txn(MatrixFs* fs) : fs_(fs) {}
+  ~Txn() {
+    if (committed_) return;
+    for (uint64_t ino : new_objects_) fs_->DropNewObject(ino);
+  }
+  Txn(const Txn&) = delete;
+  Txn& operator=(const Txn&) = delete;
   // The attributes of ino, loaded once and written back at commit.
   Result<InodeAttr*> Attr(uint64_t ino) {
     auto it = attrs_.find(ino);
@@ -130,11 +142,15 @@ class MatrixFs::Txn {
   // Adds an attribute record that is not loaded (a new inode).
   InodeAttr* NewAttr(uint64_t ino, InodeAttr a) { return &(attrs_[ino] = std::move(a)); }
   void Delete(uint64_t ino) { deleted_.insert(ino); }
+  // ino's object was created by this Txn: removed unless Commit succeeds.
+  void CreatedObject(uint64_t ino) { new_objects_.insert(ino); }
   WriteBatch batch;
 
  private:
   friend class MatrixFs;
   MatrixFs* fs_;
+  bool committed_ = false;
+  std::set<uint64_t> new_objects_;
   std::map<uint64_t, InodeAttr> attrs_;
   std::set<uint64_t> deleted_;
 };

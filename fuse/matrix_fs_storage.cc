@@ -50,6 +50,11 @@ void MatrixFs::RemoveObject(uint64_t ino) {
   ::unlink(ObjectPath(ino).c_str());
 }
 
+void MatrixFs::DropNewObject(uint64_t ino) {
+  if (Node* n = FindNode(ino)) n->object.reset();
+  RemoveObject(ino);
+}
+
 Result<std::shared_ptr<RandomRWFile>> MatrixFs::ObjectFor(uint64_t ino, bool create) {
   Node& n = NodeFor(ino);
   if (n.object) return n.object;
@@ -105,25 +110,22 @@ Status MatrixFs::MigrateToObject(Txn* txn, uint64_t ino, InodeAttr* a, std::shar
   n.object.reset();
   auto f = fs_->NewRandomRWFile(ObjectPath(ino), true);
   if (!f) return f.error();
+  // From here on the object is the Txn's: removed unless the Txn commits.
+  txn->CreatedObject(ino);
   std::shared_ptr<RandomRWFile> obj(std::move(*f));
-  auto fail = [&](Status s) {
-    obj.reset();
-    RemoveObject(ino);
-    return s;
-  };
   Status s = obj->Truncate(0);
-  if (!s.ok()) return fail(std::move(s));
+  if (!s.ok()) return s;
   const uint64_t bs = sb_.block_size;
   std::string prefix = BlockPrefix(ino);
   auto it = db_->NewIterator(ReadOptions());
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     s = obj->Write(BlockKeyBlock(it->key()) * bs, it->value());
-    if (!s.ok()) return fail(std::move(s));
+    if (!s.ok()) return s;
     txn->batch.Delete(it->key());
   }
-  if (!it->status().ok()) return fail(it->status());
+  if (!it->status().ok()) return it->status();
   s = obj->Truncate(a->size);
-  if (!s.ok()) return fail(std::move(s));
+  if (!s.ok()) return s;
   a->storage = Storage::kObject;
   n.object = obj;
   *out = std::move(obj);

@@ -29,6 +29,7 @@ std::string FaultSpec::ToString() const {
   if (err == 0) out += ":delay";
   else if (err == EIO) out += ":eio";
   else if (err == ENOSPC) out += ":enospc";
+  else if (err == EFBIG) out += ":efbig";
   else out += ":errno" + std::to_string(err);
   out += ":after=" + std::to_string(after);
   if (!path.empty()) out += ":path=" + path;
@@ -48,7 +49,7 @@ bool ParseCount(const std::string& s, uint64_t* out) {
 Result<FaultSpec> ParseOneFaultSpec(const std::string& rule) {
   auto bad = [&](const std::string& why) {
     return Err(Status::InvalidArgument("fault rule \"" + rule + "\": " + why +
-                                       " (expected OP:eio|enospc|delay[:after=N][:path=SUBSTR][:oneshot][:ms=N])"));
+                                       " (expected OP:eio|enospc|efbig|delay[:after=N][:path=SUBSTR][:oneshot][:ms=N])"));
   };
   std::vector<std::string> fields;
   size_t start = 0;
@@ -70,6 +71,7 @@ Result<FaultSpec> ParseOneFaultSpec(const std::string& rule) {
   if (!found) return bad("unknown operation \"" + fields[0] + "\"");
   if (fields[1] == "eio") spec.err = EIO;
   else if (fields[1] == "enospc") spec.err = ENOSPC;
+  else if (fields[1] == "efbig") spec.err = EFBIG;
   else if (fields[1] == "delay") {
     spec.err = 0;
     spec.delay_ms = 100;

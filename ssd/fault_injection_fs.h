@@ -33,7 +33,7 @@
 // separated by ';', newlines or spaces, each
 //   OP:ERR[:after=N][:path=SUBSTR][:oneshot][:ms=N]
 // OP is a FaultOpName (open, read, write, sync, rename, remove, mkdir), ERR
-// is eio, enospc or delay (sleep ms=N milliseconds, default 100, and then
+// is eio, enospc, efbig (a size the file's filesystem refuses) or delay (sleep ms=N milliseconds, default 100, and then
 // succeed). after=N lets N matching operations through first (default 0).
 // ParseFaultSpecs checks a spec; ArmFromSpec replaces all rules with it.
 //

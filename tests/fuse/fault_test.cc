@@ -9,87 +9,18 @@
 #include <atomic>
 #include <future>
 
+#include "tests/fuse/fault_mount.h"
 #include "tests/fuse/mount_fixture.h"
 
 using mxfs_test::BinDir;
+using mxfs_test::FaultMount;
 using mxfs_test::MountFixture;
+using mxfs_test::ScopedEnv;
 using mxfs_test::PoolPath;
 using mxfs_test::ReadAll;
 using mxfs_test::WriteAll;
 
 namespace {
-
-// Sets an environment variable for the daemons started while it lives.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
-
-// A mounted instance whose daemon has fault injection enabled (no rule armed
-// yet). Remount() starts it again without the switch.
-class FaultMount {
- public:
-  explicit FaultMount(const std::string& format_opts, bool fallback = false) {
-    char tmpl[] = "/tmp/mxfs-faults-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    dir_ = tmpl;
-    rules_ = dir_ + "/rules";
-    REQUIRE(WriteAll(rules_, ""));
-    ScopedEnv file("MXFS_FAULTS_FILE", rules_);
-    std::unique_ptr<ScopedEnv> no_uring;
-    if (fallback) no_uring = std::make_unique<ScopedEnv>("MXFS_NO_IO_URING", "1");
-    m_ = std::make_unique<MountFixture>("allow_other", format_opts);
-  }
-  ~FaultMount() {
-    m_.reset();
-    mxfs_test::RemoveTree(dir_);
-  }
-
-  MountFixture& m() { return *m_; }
-  std::string P(const std::string& rel) const { return m_->P(rel); }
-
-  // Replaces the armed rules; returns the errno of the control write (0: ok).
-  int Arm(const std::string& rules) {
-    REQUIRE(WriteAll(rules_, rules));
-    return Control("faults reload");
-  }
-  int Control(const std::string& cmd) {
-    int fd = open(P(".matrixfs/control").c_str(), O_WRONLY);
-    REQUIRE(fd >= 0);
-    errno = 0;
-    const int rc = static_cast<int>(write(fd, cmd.data(), cmd.size()));
-    const int err = rc < 0 ? errno : 0;
-    close(fd);
-    return err;
-  }
-  std::string Stats() { return ReadAll(P(".matrixfs/stats")); }
-
-  // Unmounts; fsck -n must find nothing; mounts again without faults.
-  void RemountClean() {
-    m_->Stop();
-    Fsck();
-    m_->Start();
-    CHECK(Stats().find("state: read-write") != std::string::npos);
-  }
-  void Fsck() {
-    const std::string out = dir_ + "/fsck.out";
-    const std::string cmd = BinDir() + "/fsck.matrixfs -n " + m_->datadir() + " >" + out + " 2>&1";
-    const int rc = system(cmd.c_str());
-    INFO("fsck.matrixfs -n: " << ReadAll(out));
-    REQUIRE(WIFEXITED(rc));
-    CHECK(WEXITSTATUS(rc) == 0);
-  }
-
- private:
-  std::string dir_, rules_;
-  std::unique_ptr<MountFixture> m_;
-};
 
 // errno of the first failing call among write + fsync + close (0: none failed).
 int WriteSyncClose(const std::string& path, const std::string& data, off_t off, int flags = O_WRONLY) {
