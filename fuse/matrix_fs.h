@@ -299,6 +299,8 @@ class MatrixFs {
   // ino's stripe and has counted the open in open_count.
   int32_t PassthroughOpen(uint64_t ino, const InodeAttr& a);
   Result<DirEntry> LookupEntry(uint64_t parent, const std::string& name);
+  // LOOKUP of "." or ".." (dotdot) in ino: decoding a file handle.
+  void LookupDot(fuse_req_t req, uint64_t ino, bool dotdot);
   Status Commit(Txn* txn);
   Status DeleteInodeKeys(uint64_t ino, WriteBatch* batch);
   void RemoveObject(uint64_t ino);

@@ -50,6 +50,12 @@ void MatrixFs::Init(fuse_conn_info* conn) {
   want(FUSE_CAP_ASYNC_READ);
   want(FUSE_CAP_ATOMIC_O_TRUNC);
   want(FUSE_CAP_CACHE_SYMLINKS);
+  // File handles (name_to_handle_at, NFS export) that outlive the kernel's
+  // inode cache and a remount: the kernel encodes an inode's number and
+  // generation, both persistent, and decodes a handle whose inode it no
+  // longer holds with a LOOKUP of "." (and ".." for a parent) in that
+  // inode number (Lookup, LookupDot).
+  want(FUSE_CAP_EXPORT_SUPPORT);
   // POSIX ACLs: the kernel checks access ACLs itself (reading them with
   // GETXATTR) and no longer applies the umask; with DONT_MASK it sends the
   // mode unmasked and the umask apart, so MakeNode can inherit a default ACL.

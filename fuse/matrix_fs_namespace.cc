@@ -22,6 +22,9 @@ Status MatrixFs::CheckSticky(fuse_req_t req, const InodeAttr& dir, const InodeAt
 void MatrixFs::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Count(kOpLookup);
   fuse_entry_param e;
+  if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) {
+    return LookupDot(req, parent, name[1] == '.');
+  }
   if (parent == kRootIno && std::strcmp(name, kMatrixDirName) == 0) {
     std::memset(&e, 0, sizeof(e));
     e.ino = kVirtDir;
@@ -81,6 +84,53 @@ void MatrixFs::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     return;
   }
   fuse_reply_err(req, EAGAIN);
+}
+
+// The VFS resolves "." and ".." in paths itself; the kernel sends them only
+// to decode a file handle whose inode it does not hold (FUSE_EXPORT_SUPPORT,
+// fs/fuse/inode.c): "." in the handle's inode number, ".." in a directory's
+// to reach its parent. An inode that is gone is ENOENT, which the kernel
+// turns into ESTALE; inode numbers are never reused, so a handle never
+// finds another file.
+void MatrixFs::LookupDot(fuse_req_t req, uint64_t ino, bool dotdot) {
+  fuse_entry_param e;
+  if (IsVirtual(ino)) {
+    if (dotdot && ino == kVirtDir) return Lookup(req, kRootIno, ".");
+    if (dotdot) return Lookup(req, kVirtDir, ".");
+    std::memset(&e, 0, sizeof(e));
+    e.ino = ino;
+    e.generation = 1;
+    VirtualStat(ino, &e.attr);
+    e.attr_timeout = e.entry_timeout = 1.0;
+    fuse_reply_entry(req, &e);
+    return;
+  }
+  uint64_t target = ino;
+  if (dotdot) {
+    InodeLocks locks(this, {ino});
+    auto a = LoadAttr(ino);
+    if (!a) return ReplyStatus(req, a.error());
+    if (!a->IsDir()) return (void)fuse_reply_err(req, ENOTDIR);
+    target = a->parent;
+  }
+  Status s;
+  {
+    InodeLocks locks(this, {target});
+    auto a = LoadAttr(target);
+    if (!a) {
+      s = a.error();
+    } else if (a->nlink == 0) {
+      s = Errno(ENOENT, "inode unlinked");
+    } else {
+      Node& n = NodeFor(target);
+      n.nlookup++;
+      n.attr = *a;
+      n.have_attr = true;
+      FillEntry(target, *a, &e);
+    }
+  }
+  if (!s.ok()) return ReplyStatus(req, s);
+  fuse_reply_entry(req, &e);
 }
 
 void MatrixFs::DropLookups(uint64_t ino, uint64_t nlookup) {

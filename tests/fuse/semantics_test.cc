@@ -2,7 +2,7 @@
 // through a real mount and, where one applies, against tmpfs or ext4 as the
 // oracle: a mount right after umount; the control directory reachable by
 // name only; buffered reads after asynchronous O_DIRECT writes; mount -o
-// remount,ro|rw; fallocate modes and SEEK_DATA/SEEK_HOLE.
+// remount,ro|rw; fallocate modes and SEEK_DATA/SEEK_HOLE; file handles.
 #include <linux/falloc.h>
 #include <liburing.h>
 #include <sys/file.h>
@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -504,4 +505,104 @@ TEST_CASE("Mount: fallocate KEEP_SIZE, ZERO_RANGE, PUNCH_HOLE and plain give ext
       }
     }
   }
+}
+
+namespace {
+
+struct Handle {
+  std::vector<char> storage;
+  file_handle* fh() { return reinterpret_cast<file_handle*>(storage.data()); }
+};
+
+Handle HandleOf(const std::string& path) {
+  Handle h;
+  h.storage.resize(sizeof(file_handle) + MAX_HANDLE_SZ);
+  h.fh()->handle_bytes = MAX_HANDLE_SZ;
+  int mount_id = 0;
+  REQUIRE(name_to_handle_at(AT_FDCWD, path.c_str(), h.fh(), &mount_id, 0) == 0);
+  return h;
+}
+
+// Opens h under the filesystem of dir; the content of a file (or "dir" and
+// its inode number for a directory), or "errno N".
+std::string OpenHandle(const std::string& dir, Handle& h, int flags) {
+  int mfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  REQUIRE(mfd >= 0);
+  int fd = open_by_handle_at(mfd, h.fh(), flags);
+  const int err = errno;
+  close(mfd);
+  if (fd < 0) return "errno " + std::to_string(err);
+  struct stat st;
+  REQUIRE(fstat(fd, &st) == 0);
+  std::string out;
+  if (S_ISDIR(st.st_mode)) {
+    out = "dir";
+  } else {
+    char buf[256];
+    ssize_t n = pread(fd, buf, sizeof(buf), 0);
+    out.assign(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  close(fd);
+  return out;
+}
+
+// Drops the kernel's unused dentries and inodes, so decoding a handle must
+// ask the filesystem.
+void DropDentries() {
+  sync();
+  std::ofstream("/proc/sys/vm/drop_caches") << "2\n";
+}
+
+}  // namespace
+
+TEST_CASE("Mount: file handles open their file after drop_caches and a remount, as on ext4; gone is ESTALE",
+          "[fuse][mount]") {
+  MountFixture m;
+  const std::string ext4 = m.root() + "/ext4";
+  REQUIRE(mkdir(ext4.c_str(), 0755) == 0);
+  auto setup = [](const std::string& dir) {
+    REQUIRE(mkdir((dir + "/d").c_str(), 0755) == 0);
+    REQUIRE(mkdir((dir + "/d/sub").c_str(), 0755) == 0);
+    REQUIRE(WriteAll(dir + "/d/sub/f", "handle me"));
+    REQUIRE(WriteAll(dir + "/gone", "soon"));
+  };
+  setup(ext4);
+  setup(m.mnt());
+  std::map<std::string, Handle> hx, hm;
+  for (const char* n : {"d/sub/f", "d/sub", "d", "gone"}) {
+    hx[n] = HandleOf(ext4 + "/" + n);
+    hm[n] = HandleOf(m.P(n));
+  }
+  REQUIRE(unlink((ext4 + "/gone").c_str()) == 0);
+  REQUIRE(unlink(m.P("gone").c_str()) == 0);
+  // An entry in the parent survives; the handle must not need it.
+  REQUIRE(rename(m.P("d/sub/f").c_str(), m.P("d/f2").c_str()) == 0);
+  REQUIRE(rename((ext4 + "/d/sub/f").c_str(), (ext4 + "/d/f2").c_str()) == 0);
+  DropDentries();
+  for (auto& [n, h] : hx) {
+    INFO(n << " after drop_caches");
+    const std::string want = OpenHandle(ext4, h, O_RDONLY);
+    CHECK(OpenHandle(m.mnt(), hm[n], O_RDONLY) == want);
+  }
+  CHECK(OpenHandle(m.mnt(), hm["d/sub/f"], O_RDONLY) == "handle me");
+  CHECK(OpenHandle(m.mnt(), hm["gone"], O_RDONLY) == "errno " + std::to_string(ESTALE));
+  REQUIRE(m.Stop() == 0);
+  m.Start();
+  for (auto& [n, h] : hx) {
+    INFO(n << " after a remount");
+    CHECK(OpenHandle(m.mnt(), hm[n], O_RDONLY) == OpenHandle(ext4, h, O_RDONLY));
+  }
+  // A directory handle reaches its parent (what nfsd's reconnect does):
+  // open the directory by handle, then ".." from it.
+  DropDentries();
+  int mfd = open(m.mnt().c_str(), O_RDONLY | O_DIRECTORY);
+  REQUIRE(mfd >= 0);
+  int dfd = open_by_handle_at(mfd, hm["d/sub"].fh(), O_RDONLY | O_DIRECTORY);
+  REQUIRE(dfd >= 0);
+  struct stat up, d;
+  REQUIRE(fstatat(dfd, "..", &up, 0) == 0);
+  REQUIRE(stat(m.P("d").c_str(), &d) == 0);
+  CHECK(up.st_ino == d.st_ino);
+  close(dfd);
+  close(mfd);
 }
