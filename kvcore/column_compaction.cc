@@ -33,10 +33,23 @@ std::string SeekKey(const Slice& user_key) {
 
 }  // namespace
 
+BackgroundShare ColumnShareFor(uint64_t free_pages, uint64_t total_pages, bool full) {
+  if (full || total_pages == 0) return BackgroundShare::kHigh;
+  if (free_pages * 10 >= total_pages * 6) return BackgroundShare::kIdle;
+  if (free_pages * 4 >= total_pages) return BackgroundShare::kNormal;
+  return BackgroundShare::kHigh;
+}
+
 void ColumnCompactor::EnterThread() const {
   SetThreadName(thread_name());
-  // Column compaction runs behind everything else on the disk.
-  SetIoPriority(IoPriority::kIdle);
+  share_.Join();
+}
+
+void ColumnCompactor::LeaveThread() const { share_.Leave(); }
+
+void ColumnCompactor::UpdateShare() {
+  const PageAllocator& a = nvm_->container()->allocator();
+  share_.Set(ColumnShareFor(a.free_pages(), a.num_pages(), nvm_->container_full.load()));
 }
 
 bool ColumnCompactor::HasWork() const { return !nvm_->container()->CompactorEmpty(); }
@@ -49,7 +62,10 @@ Status ColumnCompactor::MakeAllCompactable() {
 
 Level0CompactionStats ColumnCompactor::stats() const {
   MXFS_ASSERT_HELD(*ctx_->mu);
-  return stats_;
+  Level0CompactionStats s = stats_;
+  s.share = BackgroundShareName(share_.share());
+  s.share_changes = share_.changes();
+  return s;
 }
 
 Status ColumnCompactor::CompactNext(CompactionHost* host, std::unique_lock<std::mutex>& l, bool* blocked) {
@@ -154,6 +170,7 @@ Status ColumnCompactor::CompactNext(CompactionHost* host, std::unique_lock<std::
       helpers.emplace_back([this, &merge, g] {
         EnterThread();
         merge(g);
+        LeaveThread();
       });
     }
     merge(0);
@@ -180,6 +197,7 @@ Status ColumnCompactor::CompactNext(CompactionHost* host, std::unique_lock<std::
   // L1 holds the column now (the MANIFEST says so): only now free its pages.
   s = mc->MarkColumnCompacted(hi);
   MXFS_KILL_POINT("kvcore.column.after_free");
+  UpdateShare();  // room came back (system calls: not under the DB mutex)
   l.lock();
   if (!s.ok()) return s.WithContext("freeing a compacted column of the matrix container");
   versions->ReinstallCurrent();  // readers now see the container without the column

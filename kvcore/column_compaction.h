@@ -1,6 +1,16 @@
 // ColumnCompactor: the matrix container's compactions (MatrixKV's column
 // compaction), the Level0Compactor of ContainerLevel0. DBImpl runs it on the
-// mxfs-colcomp thread (idle I/O priority) beside leveled compaction.
+// mxfs-colcomp thread beside leveled compaction.
+//
+// Its share of the machine follows the container's fill (ColumnShareFor):
+// idle (SCHED_IDLE, idle I/O class) only while most of the container is
+// free, normal in between, high (nice -10) when little is left or a flush
+// waits for room. On a busy machine an idle or even a normal compactor
+// gets too little CPU beside CPU-bound processes; the container then fills
+// and every writer stalls (issue 16: fill rate -55% beside two compilers).
+// The share is re-evaluated after every flush (ContainerLevel0 calls
+// UpdateShare) and every column, and applied to the compactor's threads by
+// tid, so a thread in the middle of a long merge is raised at once.
 //
 // One compaction: the column starts at the compactor's smallest key and
 // ends at the smallest key of an L1 table: L1's key space is cut at its
@@ -34,13 +44,14 @@
 // after_manifest,after_free}.
 //
 // Thread-safety: CompactNext and stats with the DB mutex held, one
-// CompactNext at a time (the mxfs-colcomp thread); HasWork and
-// MakeAllCompactable from any thread.
+// CompactNext at a time (the mxfs-colcomp thread); HasWork,
+// MakeAllCompactable and UpdateShare from any thread.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
 
+#include "kvcore/background.h"
 #include "kvcore/level0.h"
 
 namespace mxfs {
@@ -48,6 +59,11 @@ namespace mxfs {
 class ContainerPacer;
 class NvmBackend;
 struct DbContext;
+
+// The share column compaction gets with free_pages of total_pages free in
+// the container (full: a flush waits for room): idle from 60% free, normal
+// from 25%, high below.
+BackgroundShare ColumnShareFor(uint64_t free_pages, uint64_t total_pages, bool full);
 
 class ColumnCompactor final : public Level0Compactor {
  public:
@@ -60,6 +76,9 @@ class ColumnCompactor final : public Level0Compactor {
   const char* name() const override { return "column compaction"; }
   const char* thread_name() const override { return "mxfs-colcomp"; }
   void EnterThread() const override;
+  void LeaveThread() const override;
+  // Sets the compactor threads' share from the container's fill now.
+  void UpdateShare();
   bool HasWork() const override;
   [[nodiscard]] Status CompactNext(CompactionHost* host, std::unique_lock<std::mutex>& l, bool* blocked) override;
   // Switches the receiver to the compactor (once the compactor is empty).
@@ -70,6 +89,8 @@ class ColumnCompactor final : public Level0Compactor {
   const DbContext* const ctx_;
   NvmBackend* const nvm_;
   ContainerPacer* const pacer_;
+  // The compactor's threads and their share (its own mutex, a leaf).
+  mutable ThreadGroupShare share_;
   // DB mutex: when the last column ended, since when the next one has been
   // waiting for a leveled compaction (0: it is not), and the counters.
   uint64_t last_column_end_us_ = 0;

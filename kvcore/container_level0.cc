@@ -37,6 +37,7 @@ class ContainerLevel0 final : public Level0 {
       auto row = mc->AddRow(iter, max_seq, &result->nvm_bytes);
       if (row) {
         nvm_->container_full = false;
+        compactor_.UpdateShare();
         break;
       }
       if (!row.error().IsBusy()) return row.error();
@@ -45,6 +46,7 @@ class ContainerLevel0 final : public Level0 {
       // the allocator's counters) until at least the row's data pages are
       // free or another column has been compacted since this attempt.
       if (!nvm_->container_full.exchange(true)) nvm_->container_full_episodes++;
+      compactor_.UpdateShare();  // full: column compaction comes first now
       const uint64_t columns = mc->ColumnsCompacted();
       const uint64_t free_then = mc->allocator().free_pages();
       const uint64_t want_pages = bytes / kPoolPageSize + bytes / kPoolPageSize / 8 + 1;

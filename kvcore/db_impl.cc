@@ -584,6 +584,7 @@ void DBImpl::Level0CompactThreadMain(Level0Compactor* lc) {
     if (!s.ok() && !shutting_down_) RecordBackgroundError(s, lc->name());
     bg_cv_.notify_all();
   }
+  lc->LeaveThread();
 }
 
 bool DBImpl::L1Busy(uint64_t number) const {

@@ -70,6 +70,8 @@ struct Level0CompactionStats {
   uint64_t bytes_written = 0;   // L1 bytes written (also part of compaction.bytes.written)
   uint64_t blocked_micros = 0;  // waiting for a leveled compaction holding the first L1 table
   uint64_t parallel = 0;        // compactions merged as parallel sub-ranges
+  const char* share = "normal";  // the threads' CPU and I/O share now (BackgroundShareName)
+  uint64_t share_changes = 0;    // times that share changed since open
   // Appends the stats lines.
   void AppendTo(std::string* out) const;
 };
@@ -147,8 +149,10 @@ class Level0Compactor {
   // The name of the threads that run it (at most 15 bytes).
   virtual const char* thread_name() const = 0;
   // Called first on every thread that runs its work: names the thread and
-  // sets its I/O priority.
+  // sets its CPU and I/O priority.
   virtual void EnterThread() const = 0;
+  // Called last on every such thread, before it exits.
+  virtual void LeaveThread() const {}
   // True while L0 holds data this compactor has yet to move down (DB mutex
   // held; cheap).
   virtual bool HasWork() const = 0;

@@ -1,0 +1,80 @@
+// Column compaction's CPU and I/O share: the mapping from the container's
+// fill, and ThreadGroupShare moving threads between shares by tid.
+#include <catch2/catch.hpp>
+
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "kvcore/background.h"
+#include "kvcore/column_compaction.h"
+
+namespace mxfs {
+namespace {
+
+TEST_CASE("ColumnShareFor: idle only while most of the container is free, high when little is left") {
+  CHECK(ColumnShareFor(1000, 1000, false) == BackgroundShare::kIdle);
+  CHECK(ColumnShareFor(600, 1000, false) == BackgroundShare::kIdle);
+  CHECK(ColumnShareFor(599, 1000, false) == BackgroundShare::kNormal);
+  CHECK(ColumnShareFor(250, 1000, false) == BackgroundShare::kNormal);
+  CHECK(ColumnShareFor(249, 1000, false) == BackgroundShare::kHigh);
+  CHECK(ColumnShareFor(0, 1000, false) == BackgroundShare::kHigh);
+  // A flush waiting for room: high whatever the page count says (the free
+  // pages may be too scattered for the row).
+  CHECK(ColumnShareFor(900, 1000, true) == BackgroundShare::kHigh);
+}
+
+// The calling thread's policy and nice value.
+struct Sched {
+  int policy;
+  int nice;
+};
+Sched SchedOf(pid_t tid) {
+  errno = 0;
+  return Sched{::sched_getscheduler(tid), ::getpriority(PRIO_PROCESS, static_cast<id_t>(tid))};
+}
+
+TEST_CASE("ThreadGroupShare: Set moves a member thread while it runs, Leave stops that") {
+  if (::geteuid() != 0) {
+    WARN("not root: SCHED_IDLE and nice -10 are not checked");
+    return;
+  }
+  ThreadGroupShare group;
+  std::atomic<pid_t> tid{0};
+  std::atomic<bool> left{false}, stop{false};
+  std::thread member([&] {
+    group.Join();
+    tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    while (!left.load()) std::this_thread::yield();
+    group.Leave();
+    left = false;
+    while (!stop.load()) std::this_thread::yield();
+  });
+  while (tid.load() == 0) std::this_thread::yield();
+  CHECK(SchedOf(tid).policy == SCHED_OTHER);
+  CHECK(SchedOf(tid).nice == 0);
+  group.Set(BackgroundShare::kIdle);
+  CHECK(SchedOf(tid).policy == SCHED_IDLE);
+  CHECK(std::string(BackgroundShareName(group.share())) == "idle");
+  group.Set(BackgroundShare::kHigh);
+  CHECK(SchedOf(tid).policy == SCHED_OTHER);
+  CHECK(SchedOf(tid).nice == -10);
+  group.Set(BackgroundShare::kNormal);
+  CHECK(SchedOf(tid).nice == 0);
+  CHECK(group.changes() == 3);
+  group.Set(BackgroundShare::kNormal);
+  CHECK(group.changes() == 3);  // unchanged: nothing applied
+  left = true;
+  while (left.load()) std::this_thread::yield();
+  group.Set(BackgroundShare::kHigh);
+  CHECK(SchedOf(tid).nice == 0);  // no longer a member
+  stop = true;
+  member.join();
+}
+
+}  // namespace
+}  // namespace mxfs
