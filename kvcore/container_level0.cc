@@ -216,6 +216,8 @@ std::string ContainerLevel0::Describe() const {
   r += "pages.free " + std::to_string(uint64_t{st.pages_free}) + "\n";
   r += "columns.compacted " + std::to_string(st.columns_compacted) + "\n";
   r += "switches " + std::to_string(st.switches) + "\n";
+  r += "switches.by_rows " + std::to_string(st.switches_by_rows) + "\n";
+  r += "switches.by_tombstones " + std::to_string(st.switches_by_tombstones) + "\n";
   r += "compacted.key " + ExtractUserKeyIfInternal(st.compacted_key) + "\n";
   r += "container.full " + std::string(nvm_->container_full.load() ? "yes" : "no") + "\n";
   r += "wal.capacity " + std::to_string(wal.capacity()) + "\n";

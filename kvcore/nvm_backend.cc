@@ -135,6 +135,11 @@ Status NvmBackend::Open(bool new_db) {
   co.filter_key = [](const Slice& k) { return InternalFilterKey(k); };
   co.bloom_bits_per_key = o.bloom_bits_per_key;
   co.receiver_share = o.container_share;
+  co.max_receiver_rows = o.container_max_receiver_rows;
+  co.tombstone_share = o.container_tombstone_share;
+  co.is_tombstone = [](const Slice& k) {
+    return k.size() >= kInternalKeyTrailer && static_cast<ValueType>(ExtractTrailer(k) & 0xff) == kTypeDeletion;
+  };
   co.use_hints = o.use_cross_row_hints;
   co.use_blooms = o.use_row_blooms;
   auto c = MatrixContainer::Open(pool_.get(), co);

@@ -57,6 +57,12 @@ Status ValidateOptions(const Options& o) {
   if (!(o.container_share > 0.0 && o.container_share < 1.0)) {
     return bad("container_share = " + FormatRatio(o.container_share) + ": must be strictly between 0 and 1");
   }
+  if (!(o.container_tombstone_share >= 0.0 && o.container_tombstone_share <= 1.0)) {
+    return bad("container_tombstone_share = " + FormatRatio(o.container_tombstone_share) + ": must be in [0, 1]");
+  }
+  if (o.container_max_receiver_rows == 1) {
+    return bad("container_max_receiver_rows = 1: must be 0 (no limit) or at least 2");
+  }
   if (o.column_compaction_threads < 1) {
     return bad("column_compaction_threads = " + std::to_string(o.column_compaction_threads) +
                ": must be at least 1");

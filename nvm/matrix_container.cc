@@ -131,6 +131,7 @@ MatrixContainer::MatrixContainer(Pool* pool, const ContainerOptions& options) : 
   row_options_.comparator = options.comparator;
   row_options_.filter_key = options.filter_key;
   row_options_.bloom_bits_per_key = options.bloom_bits_per_key;
+  row_options_.is_tombstone = options.is_tombstone;
 }
 
 MatrixContainer::~MatrixContainer() = default;
@@ -312,12 +313,28 @@ void MatrixContainer::SetSearchMode(bool use_hints, bool use_blooms) {
 Result<bool> MatrixContainer::MaybeSwitchLocked(bool force) {
   const auto& rows = current_->rows_;
   if (rows.empty() || rows.front().compactor) return false;  // no receiver rows
-  uint64_t receiver_pages = 0;
+  uint64_t receiver_pages = 0, entries = 0, tombstones = 0;
   for (const RowRef& r : rows) {
     if (r.compactor) return false;  // the compactor is not empty
     receiver_pages += r.table->page_count();
+    entries += r.table->num_entries();
+    tombstones += r.table->tombstones();
   }
-  if (!force && static_cast<double>(receiver_pages) < options_.receiver_share * data_pages_) return false;
+  const char* why = "forced";
+  if (!force) {
+    if (static_cast<double>(receiver_pages) >= options_.receiver_share * data_pages_) {
+      why = "its share of pages";
+    } else if (options_.max_receiver_rows > 0 && rows.size() >= options_.max_receiver_rows) {
+      why = "max rows";
+      switches_by_rows_++;
+    } else if (options_.tombstone_share > 0 && rows.size() >= 2 &&
+               static_cast<double>(tombstones) >= options_.tombstone_share * static_cast<double>(entries)) {
+      why = "tombstones";
+      switches_by_tombstones_++;
+    } else {
+      return false;
+    }
+  }
   const uint64_t b = rows.front().table->row_id();
   const size_t nrows = rows.size();
   MXFS_KILL_POINT("container.before_switch");
@@ -330,8 +347,9 @@ Result<bool> MatrixContainer::MaybeSwitchLocked(bool force) {
   v->has_compacted_key_ = false;
   InstallLocked(std::move(v), {});
   switches_++;
-  MXFS_LOG_INFO("matrix container %s: receiver became the compactor (%zu rows, %" PRIu64 " pages)",
-                pool_->path().c_str(), nrows, receiver_pages);
+  MXFS_LOG_INFO("matrix container %s: receiver became the compactor (%s: %zu rows, %" PRIu64 " pages, %" PRIu64
+                " of %" PRIu64 " entries tombstones)",
+                pool_->path().c_str(), why, nrows, receiver_pages, tombstones, entries);
   return true;
 }
 
@@ -703,6 +721,8 @@ ContainerStats MatrixContainer::GetStats() const {
   std::lock_guard<std::mutex> l(mu_);
   st.columns_compacted = columns_compacted_;
   st.switches = switches_;
+  st.switches_by_rows = switches_by_rows_;
+  st.switches_by_tombstones = switches_by_tombstones_;
   return st;
 }
 

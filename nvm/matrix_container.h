@@ -1,8 +1,12 @@
 // MatrixContainer: MatrixKV's L0 in persistent memory. Flushed memtables
 // become RowTables in the *receiver*; when the receiver holds its share of
-// the container (default 60% of the pages) and the *compactor* is empty, the
-// receiver becomes the compactor without moving data and a new receiver
-// starts. kvcore's column compaction reads a key range (a column) across
+// the container (default 60% of the pages), or max_receiver_rows rows, or
+// rows of which tombstone_share or more of the entries are tombstones, and
+// the *compactor* is empty, the receiver becomes the compactor without
+// moving data and a new receiver starts (bounding the rows bounds what a
+// read pays: a Get probes one bloom per row, a scan merges every row; and
+// a receiver of deletions holds little but costs every read the same).
+// kvcore's column compaction reads a key range (a column) across
 // every compactor row, writes it to L1, then calls MarkColumnCompacted, which
 // frees the pages wholly below the column's end.
 //
@@ -84,6 +88,14 @@ struct ContainerOptions {
   std::function<Slice(const Slice&)> filter_key;  // see RowTableOptions
   int bloom_bits_per_key = 10;
   double receiver_share = 0.6;  // of the data pages
+  // The receiver also becomes the compactor (when the compactor is empty)
+  // at this many rows (0: no limit), or at 2 rows or more when at least
+  // tombstone_share of its entries are tombstones (0: never);
+  // is_tombstone tells them (see RowTableOptions). kvcore sets both
+  // (Options.container_max_receiver_rows, container_tombstone_share).
+  uint32_t max_receiver_rows = 0;
+  double tombstone_share = 0;
+  std::function<bool(const Slice&)> is_tombstone;
   // Benchmark switches: false searches every row fully / ignores blooms.
   bool use_hints = true;
   bool use_blooms = true;
@@ -100,6 +112,8 @@ struct ContainerStats {
   uint32_t receiver_pages = 0;
   uint64_t columns_compacted = 0;  // since open
   uint64_t switches = 0;           // since open
+  uint64_t switches_by_rows = 0;   // of those, for max_receiver_rows
+  uint64_t switches_by_tombstones = 0;  // for tombstone_share
   std::string compacted_key;       // the compactor's compacted-up-to key
   std::string ToString() const;
 };
@@ -120,7 +134,7 @@ class ContainerVersion {
   const std::vector<RowRef>& rows() const { return rows_; }
 
   // Point lookup, rows newest to oldest. In each row not ruled out by its
-  // bloom filter (on filter_key(target)), finds the first entry with key >=
+  // bloom filter (on filter_key(target), hashed once), finds the first entry with key >=
   // target and calls found(key, value); found returns true to stop (kvcore:
   // the user key matched). With hints, the position in one row narrows the
   // binary search in the next older one to the window its forward pointers
@@ -259,6 +273,8 @@ class MatrixContainer {
   int key_buffer_ = 0;  // the buffer the compacted word points to
   uint64_t columns_compacted_ = 0;
   uint64_t switches_ = 0;
+  uint64_t switches_by_rows_ = 0;
+  uint64_t switches_by_tombstones_ = 0;
 };
 
 // The search in row i is confined to its live entries [start, n); with
@@ -269,10 +285,12 @@ void ContainerVersion::Get(const Slice& target, Found&& found) const {
   bool have_hint = false;
   uint32_t wlo = 0, whi = 0;
   const size_t nrows = rows_.size();
+  // Every row has the container's RowTableOptions: one hash for all blooms.
+  const uint64_t h = use_blooms_ && nrows > 0 ? rows_[0].table->FilterHash(target) : 0;
   for (size_t i = 0; i < nrows; i++) {
     const RowTable& t = *rows_[i].table;
     const uint32_t n = t.num_entries(), start = rows_[i].start;
-    if (use_blooms_ && !t.KeyMayMatch(target)) {
+    if (use_blooms_ && !t.HashMayMatch(h)) {
       have_hint = false;
       continue;
     }

@@ -126,32 +126,36 @@ Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& op
       return bad("entry " + std::to_string(i) + " points outside the data area or across an extent end");
     }
   }
+  if (options.is_tombstone) {
+    for (uint32_t i = live_from; i < t->n_; i++) t->tombstones_ += options.is_tombstone(t->Key(i)) ? 1 : 0;
+  }
   if (options.bloom_bits_per_key > 0 && live_from < t->n_) {
-    uint64_t bits = std::max<uint64_t>(64, uint64_t{t->n_ - live_from} * static_cast<uint64_t>(options.bloom_bits_per_key));
-    t->bloom_.assign((bits + 63) / 64, 0);
-    t->bloom_bits_ = static_cast<uint32_t>(t->bloom_.size() * 64);
+    const uint64_t bits = uint64_t{t->n_ - live_from} * static_cast<uint64_t>(options.bloom_bits_per_key);
+    t->bloom_blocks_ = static_cast<uint32_t>(std::max<uint64_t>(1, (bits + kBloomBlockBits - 1) / kBloomBlockBits));
+    t->bloom_.assign(uint64_t{t->bloom_blocks_} * kBloomBlockWords, 0);
     t->bloom_probes_ = std::clamp(static_cast<int>(options.bloom_bits_per_key * 0.69), 1, 30);
     for (uint32_t i = live_from; i < t->n_; i++) {
-      uint64_t h = Hash64(t->FilterKey(t->Key(i)));
-      uint64_t delta = (h >> 33) | (h << 31);
+      const uint64_t h = Hash64(t->FilterKey(t->Key(i)));
+      uint64_t* block = &t->bloom_[t->BloomBlock(h) * kBloomBlockWords];
+      uint32_t b = static_cast<uint32_t>(h);
+      const uint32_t delta = BloomDelta(h);
       for (int j = 0; j < t->bloom_probes_; j++) {
-        uint64_t b = h % t->bloom_bits_;
-        t->bloom_[b >> 6] |= uint64_t{1} << (b & 63);
-        h += delta;
+        block[(b % kBloomBlockBits) >> 6] |= uint64_t{1} << (b & 63);
+        b += delta;
       }
     }
   }
   return std::shared_ptr<const RowTable>(std::move(t));
 }
 
-bool RowTable::KeyMayMatch(const Slice& key) const {
-  if (bloom_bits_ == 0) return true;
-  uint64_t h = Hash64(FilterKey(key));
-  uint64_t delta = (h >> 33) | (h << 31);
+bool RowTable::HashMayMatch(uint64_t h) const {
+  if (bloom_blocks_ == 0) return true;
+  const uint64_t* block = &bloom_[BloomBlock(h) * kBloomBlockWords];
+  uint32_t b = static_cast<uint32_t>(h);
+  const uint32_t delta = BloomDelta(h);
   for (int j = 0; j < bloom_probes_; j++) {
-    uint64_t b = h % bloom_bits_;
-    if (((bloom_[b >> 6] >> (b & 63)) & 1) == 0) return false;
-    h += delta;
+    if (((block[(b % kBloomBlockBits) >> 6] >> (b & 63)) & 1) == 0) return false;
+    b += delta;
   }
   return true;
 }

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "base/comparator.h"
+#include "base/hash.h"
 #include "base/iterator.h"
 #include "base/slice.h"
 #include "base/status.h"
@@ -73,6 +74,9 @@ struct RowTableOptions {
   // (kvcore strips the 8-byte internal-key trailer).
   std::function<Slice(const Slice&)> filter_key;
   int bloom_bits_per_key = 10;  // 0: no bloom filter
+  // True for a key that marks a deletion (kvcore: the internal key's type);
+  // nullptr: none do. Counted at open (tombstones()).
+  std::function<bool(const Slice&)> is_tombstone;
 };
 
 class RowTable {
@@ -113,7 +117,14 @@ class RowTable {
   uint32_t LowerBound(const Slice& target, uint32_t lo, uint32_t hi) const;
   uint32_t LowerBound(const Slice& target) const { return LowerBound(target, 0, n_); }
   // False if filter_key(key) is certainly not in this row.
-  bool KeyMayMatch(const Slice& key) const;
+  bool KeyMayMatch(const Slice& key) const { return HashMayMatch(FilterHash(key)); }
+  // The bloom's hash of key: a lookup through many rows (all opened with
+  // the same options) hashes its key once and asks every row's bloom with
+  // HashMayMatch, which touches one 64-byte block of the filter.
+  uint64_t FilterHash(const Slice& key) const { return Hash64(FilterKey(key)); }
+  bool HashMayMatch(uint64_t h) const;
+  // Live entries (from Open's live_from) that are tombstones.
+  uint32_t tombstones() const { return tombstones_; }
   // Leading data pages that hold only entries with index < i (all data
   // pages when i == num_entries()).
   uint32_t DataPagesBelow(uint32_t i) const;
@@ -148,10 +159,18 @@ class RowTable {
   uint32_t page_count_ = 0;
   uint32_t data_offset_ = 0;
   uint64_t data_bytes_ = 0;
-  // DRAM bloom filter over filter_key of every key, rebuilt at open.
+  // DRAM bloom filter over filter_key of every live key, rebuilt at open:
+  // blocked (the hash's top bits pick a 512-bit block, its low 32 bits and
+  // a step derived from the rest pick the probes in it), so a probe costs
+  // one cache line whatever the row's size.
+  static constexpr uint32_t kBloomBlockBits = 512;
+  static constexpr uint32_t kBloomBlockWords = kBloomBlockBits / 64;
+  uint64_t BloomBlock(uint64_t h) const { return ((h >> 32) * bloom_blocks_) >> 32; }
+  static uint32_t BloomDelta(uint64_t h) { return static_cast<uint32_t>(h >> 17) | 1; }
   std::vector<uint64_t> bloom_;
-  uint32_t bloom_bits_ = 0;
+  uint32_t bloom_blocks_ = 0;
   int bloom_probes_ = 0;
+  uint32_t tombstones_ = 0;
 };
 
 // An iterator over entries [begin, end) of one row; SeekToIndex lets the

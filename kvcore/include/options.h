@@ -62,6 +62,11 @@ struct Options {
   std::string nvm_path;
   uint64_t nvm_size = 0;
   double container_share = 0.6;  // receiver's share before it becomes the compactor
+  // The receiver also becomes the compactor at this many rows (0: no
+  // limit), or at 2 rows or more once this share of its entries are
+  // deletions (0: never): every read pays for every row (ContainerOptions).
+  uint32_t container_max_receiver_rows = 8;
+  double container_tombstone_share = 0.5;
   int column_compaction_threads = 1;
   // Close to a full container, writers keep to column compaction's drain
   // rate instead of running into the full container (kvcore/container_pacer.h).

@@ -244,6 +244,18 @@ TEST_CASE("DB: bad options are InvalidArgument naming the option and value") {
   CHECK(db.error().message().find("max_bytes_for_level_multiplier") != std::string_view::npos);
 
   o = Options();
+  o.container_max_receiver_rows = 1;
+  db = DB::Open(o, dir.Sub("db"));
+  REQUIRE_FALSE(db.has_value());
+  CHECK(db.error().message().find("container_max_receiver_rows = 1") != std::string_view::npos);
+
+  o = Options();
+  o.container_tombstone_share = 1.5;
+  db = DB::Open(o, dir.Sub("db"));
+  REQUIRE_FALSE(db.has_value());
+  CHECK(db.error().message().find("container_tombstone_share = 1.5") != std::string_view::npos);
+
+  o = Options();
   o.create_if_missing = false;
   db = DB::Open(o, dir.Sub("nothing-here"));
   REQUIRE_FALSE(db.has_value());

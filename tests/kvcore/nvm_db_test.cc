@@ -112,7 +112,9 @@ TEST_CASE("NVM DB: a full container is compacted column by column into L1 and no
   const std::string comps = Prop(db.get(), "matrixkv.compactions");
   INFO(stats << comps << Prop(db.get(), "matrixkv.container"));
   CHECK(stats.find("background.error none") != std::string::npos);
-  CHECK(comps.find("column L0->L1") != std::string::npos);
+  // Counted, not looked up in matrixkv.compactions: the manual L1->L2 steps
+  // of CompactRange may have pushed every column out of its recent list.
+  CHECK(stats.find("column.compactions 0\n") == std::string::npos);
   CHECK(std::stoull(Prop(db.get(), "matrixkv.bytes-written-ssd")) > 0);
   if (threads > 1) CHECK(stats.find("column.parallel 0\n") == std::string::npos);
   auto check = [&](const std::map<std::string, std::string>& m, const Snapshot* s) {

@@ -668,3 +668,60 @@ TEST_CASE("MatrixContainer: a row spreads over the holes column compaction leave
   }
   CHECK(CurrentRows(*f.c).front().table->extents().size() > 1);
 }
+
+TEST_CASE("MatrixContainer: the receiver becomes the compactor at max_receiver_rows rows", "[pm]") {
+  Fixture f(32ull << 20, 0.9);
+  f.options.max_receiver_rows = 4;
+  f.Reopen();
+  Random rnd(31);
+  for (int i = 0; i < 3; i++) f.Add(RandomRow(&rnd, 50, 1000000, "r" + std::to_string(i)));
+  ContainerStats st = f.c->GetStats();
+  CHECK(st.switches == 0);
+  CHECK(st.receiver_rows == 3);
+  f.Add(RandomRow(&rnd, 50, 1000000, "r3"));
+  st = f.c->GetStats();
+  CHECK(st.switches == 1);
+  CHECK(st.switches_by_rows == 1);
+  CHECK(st.compactor_rows == 4);
+  CHECK(st.receiver_rows == 0);
+  // Not again while the compactor holds rows.
+  for (int i = 4; i < 9; i++) f.Add(RandomRow(&rnd, 50, 1000000, "r" + std::to_string(i)));
+  st = f.c->GetStats();
+  CHECK(st.switches == 1);
+  CHECK(st.receiver_rows == 5);
+  // Once it is compacted away, the waiting receiver switches at once.
+  REQUIRE(f.c->MarkColumnCompacted("\xff").ok());
+  st = f.c->GetStats();
+  CHECK(st.switches == 2);
+  CHECK(st.compactor_rows == 5);
+}
+
+TEST_CASE("MatrixContainer: a receiver of mostly tombstones becomes the compactor at two rows", "[pm]") {
+  Fixture f(32ull << 20, 0.9);
+  f.options.tombstone_share = 0.5;
+  f.options.is_tombstone = [](const Slice& k) { return k.size() > 0 && k.data()[k.size() - 1] == '!'; };
+  f.Reopen();
+  auto row = [](const std::string& prefix, int n, bool deletions) {
+    KVs kv;
+    for (int i = 0; i < n; i++) {
+      char k[32];
+      std::snprintf(k, sizeof(k), "%s%06d%s", prefix.c_str(), i, deletions ? "!" : "");
+      kv.emplace_back(k, deletions ? "" : "value");
+    }
+    return kv;
+  };
+  f.Add(row("a", 100, false));
+  f.Add(row("b", 100, false));
+  f.Add(row("c", 60, true));
+  ContainerStats st = f.c->GetStats();
+  CHECK(st.switches == 0);  // 60 of 260 entries
+  f.Add(row("d", 150, true));
+  st = f.c->GetStats();
+  CHECK(st.switches == 1);  // 210 of 410
+  CHECK(st.switches_by_tombstones == 1);
+  CHECK(st.compactor_rows == 4);
+  // Counted again at open, from the rows themselves.
+  f.Add(row("e", 10, true));
+  f.Reopen();
+  CHECK(CurrentRows(*f.c).front().table->tombstones() == 10);
+}
