@@ -62,6 +62,7 @@
 #include "kvcore/include/db.h"
 #include "kvcore/include/options.h"
 #include "kvcore/include/write_batch.h"
+#include "tools/kvbench_churn.h"
 #include "tools/kvbench_flags.h"
 #include "tools/kvbench_gen.h"
 #include "tools/kvbench_stats.h"
@@ -311,6 +312,8 @@ void Benchmark::Open() {
   o.nvm_path = flags_.nvm_path;
   o.nvm_size = flags_.nvm_size;
   o.container_share = flags_.container_share;
+  o.container_max_receiver_rows = static_cast<uint32_t>(flags_.container_max_receiver_rows);
+  o.container_tombstone_share = flags_.container_tombstone_share;
   o.column_compaction_threads = static_cast<int>(flags_.column_compaction_threads);
   o.pace_writers_to_container = flags_.container_pacing;
   o.min_blob_size = flags_.min_blob_size;
@@ -389,6 +392,12 @@ bool Benchmark::MakeStep(const std::string& name, Step* step) {
   } else if (name == "ycsbd" || name == "ycsbe") {
     const bool scans = name == "ycsbe";
     s.method = [this, scans](ThreadState* t) { ReadOrScanLatestAndInsert(t, scans); };
+    s.writes = true;
+  } else if (name == "fschurn") {
+    s.method = [this](ThreadState* t) {  // one tree: thread 0 only (kvbench_churn.h)
+      if (t->tid != 0) return;
+      t->stats.FinishedOps(nullptr, RunFsChurn(db_.get(), flags_, read_options_, write_options_), OpType::kWrite);
+    };
     s.writes = true;
   } else if (name != "stats") {
     return false;

@@ -78,6 +78,10 @@ std::vector<FlagSpec> FlagTable(Flags* f) {
       {"nvm_size", FlagType::kUint, &f->nvm_size, "pool size in bytes when it is created"},
       {"container_share", FlagType::kDouble, &f->container_share,
        "matrix container share the receiver fills before it becomes the compactor"},
+      {"container_max_receiver_rows", FlagType::kInt, &f->container_max_receiver_rows,
+       "rows at which the receiver becomes the compactor (0: no limit)"},
+      {"container_tombstone_share", FlagType::kDouble, &f->container_tombstone_share,
+       "share of deletions at which a receiver of 2 rows or more becomes the compactor (0: never)"},
       {"use_hints", FlagType::kBool, &f->use_hints, "cross-row hints in the matrix container"},
       {"use_row_blooms", FlagType::kBool, &f->use_row_blooms, "DRAM bloom filter per RowTable"},
       {"column_compaction_threads", FlagType::kInt, &f->column_compaction_threads, "column compaction threads"},
@@ -88,6 +92,10 @@ std::vector<FlagSpec> FlagTable(Flags* f) {
       {"blob_file_size", FlagType::kUint, &f->blob_file_size, "bytes per blob file"},
       {"blob_gc_garbage_ratio", FlagType::kDouble, &f->blob_gc_garbage_ratio,
        "compactions move live values out of blob files with this share of garbage"},
+      {"churn_cycles", FlagType::kInt, &f->churn_cycles, "fschurn: create/remove cycles of the tree"},
+      {"churn_files", FlagType::kInt, &f->churn_files, "fschurn: files in the tree (--value_size bytes each)"},
+      {"churn_files_per_dir", FlagType::kInt, &f->churn_files_per_dir, "fschurn: files per directory"},
+      {"churn_csv", FlagType::kString, &f->churn_csv, "fschurn: also write one CSV line per cycle to this file"},
   };
 }
 
@@ -249,6 +257,16 @@ void ValidateFlags(Flags* f) {
   need(f->seek_nexts >= 0, "--seek_nexts: must not be negative, got " + std::to_string(f->seek_nexts));
   need(f->container_share > 0 && f->container_share <= 1, "--container_share: must be in (0, 1]");
   need(f->column_compaction_threads >= 1, "--column_compaction_threads: must be at least 1");
+  need(f->container_max_receiver_rows == 0 || (f->container_max_receiver_rows >= 2 &&
+                                               f->container_max_receiver_rows <= (1 << 20)),
+       "--container_max_receiver_rows: must be 0 or in [2, 1048576], got " +
+           std::to_string(f->container_max_receiver_rows));
+  need(f->container_tombstone_share >= 0 && f->container_tombstone_share <= 1,
+       "--container_tombstone_share: must be in [0, 1]");
+  need(f->churn_cycles >= 1, "--churn_cycles: must be at least 1, got " + std::to_string(f->churn_cycles));
+  need(f->churn_files >= 1, "--churn_files: must be at least 1, got " + std::to_string(f->churn_files));
+  need(f->churn_files_per_dir >= 1,
+       "--churn_files_per_dir: must be at least 1, got " + std::to_string(f->churn_files_per_dir));
   need(f->compression_type == "none" || f->compression_type == "NoCompression",
        "--compression_type: MatrixKV does not compress; only 'none' is supported, got '" + f->compression_type + "'");
   if (f->cache_size < 0) f->cache_size = 0;

@@ -19,7 +19,8 @@ namespace mxfs::kvbench {
 // The names --benchmarks accepts (man/kvbench.1 describes each).
 inline constexpr const char* kBenchmarkNames =
     "fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, deleterandom, readwhilewriting, "
-    "seekrandomwhilewriting, readrandomwriterandom, updaterandom, ycsba, ycsbb, ycsbc, ycsbd, ycsbe, ycsbf, stats";
+    "seekrandomwhilewriting, readrandomwriterandom, updaterandom, ycsba, ycsbb, ycsbc, ycsbd, ycsbe, ycsbf, fschurn, "
+    "stats";
 
 // The command-line flags, with db_bench's defaults where db_bench has the
 // flag. Thread-safety: written by ParseFlags before any thread starts, then
@@ -63,6 +64,8 @@ struct Flags {
   std::string nvm_path;
   uint64_t nvm_size = 0;
   double container_share = 0.6;
+  int64_t container_max_receiver_rows = Options().container_max_receiver_rows;
+  double container_tombstone_share = Options().container_tombstone_share;
   bool use_hints = true;
   bool use_row_blooms = true;
   int64_t column_compaction_threads = 1;
@@ -70,6 +73,10 @@ struct Flags {
   uint64_t min_blob_size = Options().min_blob_size;
   uint64_t blob_file_size = Options().blob_file_size;
   double blob_gc_garbage_ratio = Options().blob_gc_garbage_ratio;
+  int64_t churn_cycles = 10;
+  int64_t churn_files = 9000;
+  int64_t churn_files_per_dir = 30;
+  std::string churn_csv;
 };
 
 // Parses argv into *f. Accepts -flag and --flag, --flag=value, --flag value,
