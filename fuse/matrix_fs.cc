@@ -5,7 +5,9 @@
 #include "fuse/matrix_fs.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,12 +22,57 @@
 
 namespace mxfs {
 
+namespace {
+
+// The size and the free space (for unprivileged users) of dir's filesystem;
+// 0 and 0 when it cannot be read.
+std::pair<uint64_t, uint64_t> FsSpace(const std::string& dir) {
+  struct statvfs st;
+  if (::statvfs(dir.c_str(), &st) != 0) return {0, 0};
+  return {static_cast<uint64_t>(st.f_blocks) * st.f_frsize, static_cast<uint64_t>(st.f_bavail) * st.f_frsize};
+}
+
+// A small data directory gets smaller memtables (without a pool), tables
+// and blob files, so that what the engine may write before it frees
+// anything (EngineReserve) is a small share of it: a 64th of the filesystem
+// each, at least 1 MiB, never more than the engine's defaults.
+void ScaleToFilesystem(uint64_t total, Options* o) {
+  if (total == 0) return;
+  const uint64_t unit = std::max<uint64_t>(1 << 20, total / 64);
+  o->target_file_size_base = std::min(o->target_file_size_base, unit);
+  o->blob_file_size = std::min(o->blob_file_size, unit);
+  o->max_bytes_for_level_base = std::min(o->max_bytes_for_level_base, std::max<uint64_t>(4 << 20, total / 16));
+  if (o->nvm_path.empty()) o->write_buffer_size = std::min<uint64_t>(o->write_buffer_size, unit);
+}
+
+// Bytes the engine may write into the data directory before it frees any:
+// without a pool every memtable's SSD WAL and its flush; a compaction's
+// outputs, which exist before its inputs go (four target files and a blob
+// file); the MANIFEST and the odd small file.
+uint64_t EngineReserve(const Options& o) {
+  uint64_t r = 4 * o.target_file_size_base + o.blob_file_size + (1 << 20);
+  if (o.nvm_path.empty()) r += 2 * o.write_buffer_size * static_cast<uint64_t>(o.max_write_buffer_number);
+  return r;
+}
+
+// What opening the database may write: without a pool the flush of the
+// replayed SSD WAL, and a new MANIFEST and WAL. DATADIR/reserve keeps that
+// much, so that a full filesystem never keeps the instance from mounting.
+uint64_t OpenReserveBytes(const Options& o) {
+  uint64_t r = 1 << 20;
+  if (o.nvm_path.empty()) r += o.write_buffer_size * static_cast<uint64_t>(o.max_write_buffer_number);
+  return r;
+}
+
+}  // namespace
+
 MatrixFs::MatrixFs(std::string datadir, Superblock sb, MountConfig cfg, std::unique_ptr<DB> db)
     : datadir_(std::move(datadir)),
       sb_(std::move(sb)),
       cfg_(cfg),
       db_(std::move(db)),
-      fs_(cfg_.fs != nullptr ? cfg_.fs : DefaultFileSystem()) {}
+      fs_(cfg_.fs != nullptr ? cfg_.fs : DefaultFileSystem()),
+      space_(datadir_) {}
 
 MatrixFs::~MatrixFs() { Close().IgnoreError(); }
 
@@ -185,16 +232,48 @@ Result<std::unique_ptr<MatrixFs>> MatrixFs::Open(const std::string& datadir, con
   if (sb->PoolSharesUuid()) opts.nvm_uuid = sb->UuidString();
   // The mount option wins over the superblock, for this mount only.
   opts.container_share = cfg.container_share > 0.0 ? cfg.container_share : sb->container_share;
+  const auto [total, free_bytes] = FsSpace(datadir);
+  ScaleToFilesystem(total, &opts);
+  // A full filesystem: DATADIR/reserve gives the database's open the room
+  // it may need (OpenReserveBytes); it is made again once there is room.
+  const uint64_t open_need = OpenReserveBytes(opts);
+  struct stat rst;
+  const std::string reserve = ReservePath(datadir);
+  if (!cfg.read_only && free_bytes < open_need && ::stat(reserve.c_str(), &rst) == 0 && ::unlink(reserve.c_str()) == 0) {
+    MXFS_LOG_WARN("%s: its filesystem has %" PRIu64 " bytes free; released the %" PRIu64
+                  " bytes of %s so that the database can open. New data is refused with ENOSPC until files "
+                  "are deleted (from this mount) or the filesystem grows",
+                  datadir.c_str(), free_bytes, static_cast<uint64_t>(rst.st_size), reserve.c_str());
+  }
+  MountConfig mc = cfg;
+  std::string forced_read_only;
   auto db = DB::Open(opts, KvPath(datadir));
+  if (!db && db.error().IsNoSpace() && !cfg.read_only) {
+    // Still no room: read-only, so that the files can at least be read.
+    forced_read_only = "the filesystem of " + datadir + " is full (" + std::to_string(FsSpace(datadir).second) +
+                       " bytes free; opening the database for writing needs up to " + std::to_string(open_need) +
+                       "): mounted read-only. Free space on that filesystem (or grow it) and mount again. (" +
+                       db.error().ToString() + ")";
+    Options ro = opts;
+    ro.read_only = true;
+    db = DB::Open(ro, KvPath(datadir));
+    mc.read_only = true;
+  }
   if (!db) {
     if (db.error().IsBusy()) {
       return Err(Status::Busy(datadir + " is already mounted (another process holds its database lock)"));
     }
     return Err(db.error().WithContext("cannot open the database in " + KvPath(datadir)));
   }
-  std::unique_ptr<MatrixFs> fs(new MatrixFs(datadir, std::move(*sb), cfg, std::move(*db)));
+  std::unique_ptr<MatrixFs> fs(new MatrixFs(datadir, std::move(*sb), mc, std::move(*db)));
+  fs->forced_read_only_ = std::move(forced_read_only);
+  if (!fs->forced_read_only_.empty()) MXFS_LOG_ERROR("%s", fs->forced_read_only_.c_str());
   Status s = fs->Startup();
   if (!s.ok()) return Err(std::move(s));
+  fs->reserve_file_bytes_ = open_need;
+  fs->reserve_file_missing_ = ::stat(reserve.c_str(), &rst) != 0 || static_cast<uint64_t>(rst.st_size) < open_need;
+  fs->space_.SetReserve(EngineReserve(opts), 0);
+  if (!mc.read_only) fs->Freed();
   return fs;
 }
 

@@ -103,6 +103,7 @@
 #include "fuse/kernel_channel.h"
 #include "fuse/page_cache_inval.h"
 #include "fuse/schema.h"
+#include "fuse/space_guard.h"
 #include "fuse/superblock.h"
 #include "kvcore/include/db.h"
 #include "kvcore/include/file_system.h"
@@ -172,6 +173,9 @@ class MatrixFs {
 
   const Superblock& superblock() const { return sb_; }
   uint64_t orphans_reclaimed_at_mount() const { return orphans_reclaimed_; }
+  // Why the mount is read-only although rw was asked (a full filesystem
+  // the database could not open on), or "".
+  const std::string& forced_read_only() const { return forced_read_only_; }
   uint64_t objects_collected_at_mount() const { return objects_collected_; }
 
   // FUSE requests the kernel sent, by type (the kernel's opcode names), for
@@ -366,6 +370,18 @@ class MatrixFs {
   // to max_readahead and lift the strict limit (sysfs, best effort, logged;
   // the outcome shows on the "bdi" line of .matrixfs/stats).
   void TuneBdi();
+  // A full data directory (fuse/space_guard.h). Admit: space_.Admit, and
+  // the kernel's cached attributes of open files invalidated when the guard
+  // turns full (no stripe may be held). Consumed: a write-back WRITE took
+  // bytes (no stripe held). Freed: space may have come back (a deletion);
+  // re-creates DATADIR/reserve once there is room.
+  Status Admit(uint64_t bytes);
+  void Consumed(uint64_t bytes);
+  void Freed();
+  void InvalidateOpenAttrs();
+  // The attribute timeout of replies: none while the guard is full, so that
+  // every buffered write(2) asks (GetAttr refuses it with ENOSPC).
+  double AttrTimeout() const { return space_.Full() ? 0.0 : cfg_.attr_timeout; }
   Status CheckSticky(fuse_req_t req, const InodeAttr& dir, const InodeAttr& victim) const;
   // POSIX ACLs (fuse/posix_acl.h). NewInodeAcl: posix_acl_create for a new
   // inode under parent, in its batch (umask when the parent has no default
@@ -423,6 +439,10 @@ class MatrixFs {
   std::atomic<bool> writeback_cache_{false};
   // Set at INIT: the kernel granted FUSE_POSIX_ACL and FUSE_DONT_MASK.
   std::atomic<bool> posix_acl_{false};
+  SpaceGuard space_;
+  uint64_t reserve_file_bytes_ = 0;          // DATADIR/reserve's size (OpenReserveBytes)
+  std::atomic<bool> reserve_file_missing_{false};
+  std::string forced_read_only_;
 };
 
 }  // namespace mxfs

@@ -39,17 +39,25 @@ void MatrixFs::FillEntry(uint64_t ino, const InodeAttr& a, fuse_entry_param* e) 
   e->ino = ino;
   e->generation = a.generation;
   FillStat(ino, a, &e->attr);
-  e->attr_timeout = cfg_.attr_timeout;
+  e->attr_timeout = AttrTimeout();
   e->entry_timeout = cfg_.entry_timeout;
 }
 
-void MatrixFs::GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+void MatrixFs::GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Count(kOpGetAttr);
   struct stat st;
   if (IsVirtual(ino)) {
     VirtualStat(ino, &st);
     fuse_reply_attr(req, &st, 1.0);
     return;
+  }
+  // With the writeback cache a buffered write(2) asks for the attributes of
+  // its open file (fuse_cache_write_iter) once they have expired, which they
+  // do at once while the data directory is full (AttrTimeout): refusing
+  // that request is how write(2) gets ENOSPC as on ext4 (fuse/space_guard.h).
+  if (fi != nullptr && fi->fh == kWritableFh && space_.Full() && writeback_cache_.load(std::memory_order_relaxed)) {
+    space_.Refresh();
+    if (space_.Full()) return (void)fuse_reply_err(req, ENOSPC);
   }
   Status s;
   {
@@ -64,7 +72,7 @@ void MatrixFs::GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
     }
   }
   if (!s.ok()) return ReplyStatus(req, s);
-  fuse_reply_attr(req, &st, cfg_.attr_timeout);
+  fuse_reply_attr(req, &st, AttrTimeout());
 }
 
 Status MatrixFs::DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, int to_set, bool kill_suidgid,
@@ -149,9 +157,10 @@ void MatrixFs::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to
   InodeAttr a;
   Status s = DoSetAttr(req, ino, attr, to_set, kill, &a);
   if (!s.ok()) return ReplyStatus(req, s);
+  if (to_set & FUSE_SET_ATTR_SIZE) Freed();
   struct stat st;
   FillStat(ino, a, &st);
-  fuse_reply_attr(req, &st, cfg_.attr_timeout);
+  fuse_reply_attr(req, &st, AttrTimeout());
 }
 
 void MatrixFs::Access(fuse_req_t req, fuse_ino_t ino, int mask) {
@@ -187,9 +196,16 @@ void MatrixFs::StatFs(fuse_req_t req, fuse_ino_t) {
   const uint64_t bs = sb_.block_size;
   st.f_bsize = bs;
   st.f_frsize = bs;
+  // Honest: what files can still take is the data directory's free space
+  // less the guard's reserve (what the engine and the kernel may still
+  // write for data already acknowledged). The pool adds no capacity: what
+  // its WAL and container hold moves to the data directory.
+  space_.Refresh();
+  const uint64_t reserve = space_.reserve();
+  const uint64_t host_free = host.f_bfree * host.f_frsize, host_avail = host.f_bavail * host.f_frsize;
   st.f_blocks = static_cast<fsblkcnt_t>(host.f_blocks * host.f_frsize / bs);
-  st.f_bfree = static_cast<fsblkcnt_t>(host.f_bfree * host.f_frsize / bs);
-  st.f_bavail = static_cast<fsblkcnt_t>(host.f_bavail * host.f_frsize / bs);
+  st.f_bfree = static_cast<fsblkcnt_t>((host_free > reserve ? host_free - reserve : 0) / bs);
+  st.f_bavail = static_cast<fsblkcnt_t>((host_avail > reserve ? host_avail - reserve : 0) / bs);
   uint64_t used = inode_count_.load(std::memory_order_relaxed);
   // Inodes cost KV space only: offer as many as the space could hold at ~256 bytes each.
   uint64_t free_inodes = std::max<uint64_t>(1 << 20, host.f_bavail * host.f_frsize / 256);

@@ -5,12 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "base/logging.h"
 #include "fuse/kernel_channel.h"
@@ -139,25 +141,60 @@ void MatrixFs::TuneBdi() {
   std::call_once(bdi_once_, [this] {
     std::string report;
     std::string dev = cfg_.mountpoint.empty() || cfg_.read_only ? "" : MountDevice(cfg_.mountpoint);
+    // Under the writeback cache the kernel's dirty pages of this connection
+    // are written back after write(2) returned, so the space guard reserves
+    // room for them (fuse/space_guard.h): their amount must be bounded and
+    // known. strict_limit holds the bdi to its own limit, max_bytes sets it:
+    // a 32nd of the data directory's filesystem, 2 to 256 MiB. Without the
+    // writeback cache the kernel holds nothing dirty: no limit is needed.
+    const bool wb = writeback_cache_.load(std::memory_order_relaxed);
+    const uint64_t dirty_max =
+        std::clamp<uint64_t>(space_.total() / 32, uint64_t{2} << 20, uint64_t{256} << 20);
+    uint64_t kernel_reserve = 0;
+    bool bounded = false;
     if (dev.empty()) {
       report = "not tuned (no writable mount found)";
+      if (wb) kernel_reserve = dirty_max;  // a guess: the limit is the kernel's
     } else {
       const std::string dir = "/sys/class/bdi/" + dev + "/";
       std::string errors;
-      for (auto [file, value] : {std::pair<const char*, std::string>{"read_ahead_kb", std::to_string(kReadAheadKb)},
-                                 {"strict_limit", "0"},
-                                 {"max_ratio", "100"}}) {
+      std::vector<std::pair<const char*, std::string>> settings = {{"read_ahead_kb", std::to_string(kReadAheadKb)}};
+      if (wb) {
+        settings.push_back({"strict_limit", "1"});
+        settings.push_back({"max_bytes", std::to_string(dirty_max)});
+      } else {
+        settings.push_back({"strict_limit", "0"});
+        settings.push_back({"max_ratio", "100"});
+      }
+      for (const auto& [file, value] : settings) {
         std::string e = WriteSysfs(dir + file, value);
         if (!e.empty()) errors += (errors.empty() ? "" : "; ") + e;
       }
       report = dev + " read_ahead_kb=" + ReadSysfs(dir + "read_ahead_kb") +
-               " strict_limit=" + ReadSysfs(dir + "strict_limit") + " max_ratio=" + ReadSysfs(dir + "max_ratio");
+               " strict_limit=" + ReadSysfs(dir + "strict_limit") + " max_ratio=" + ReadSysfs(dir + "max_ratio") +
+               " max_bytes=" + ReadSysfs(dir + "max_bytes");
+      if (wb) {
+        // max_bytes is kept as a share of the global dirty limit, which
+        // moves with free memory: a quarter more, and the pages each task
+        // may dirty between two checks of the limit.
+        const std::string strict = ReadSysfs(dir + "strict_limit");
+        const uint64_t bytes = std::strtoull(ReadSysfs(dir + "max_bytes").c_str(), nullptr, 10);
+        bounded = strict == "1" && bytes > 0;
+        kernel_reserve = bounded ? bytes + bytes / 4 + (4 << 20) : dirty_max;
+      }
       if (errors.empty()) {
         MXFS_LOG_INFO("bdi %s", report.c_str());
       } else {
         MXFS_LOG_INFO("bdi %s (could not tune: %s)", report.c_str(), errors.c_str());
       }
     }
+    if (wb && !bounded) {
+      MXFS_LOG_WARN("the writeback cache without a bounded dirty limit for this connection (%s): the space "
+                    "guard reserves %" PRIu64 " bytes for it, but the kernel may hold more; on a full filesystem "
+                    "a write-back can then fail after write(2) succeeded (fsync and close report it)",
+                    report.c_str(), kernel_reserve);
+    }
+    space_.SetReserve(space_.engine_reserve(), kernel_reserve);
     bdi_report_ = report;
     bdi_tuned_.store(true, std::memory_order_release);
   });
@@ -222,6 +259,7 @@ std::string MatrixFs::VirtualContent(uint64_t ino) {
       out += line;
     }
     out += "\nbdi " + (bdi_tuned_.load(std::memory_order_acquire) ? bdi_report_ : std::string("not tuned"));
+    out += "\n" + space_.Describe();
     out += "\nrequests";
     for (int k = 0; k < kNumRequestKinds; ++k) {
       std::snprintf(line, sizeof(line), " %s=%" PRIu64, kRequestNames[k], requests_[k].load());

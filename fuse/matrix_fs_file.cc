@@ -65,7 +65,13 @@ void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (!s.ok()) DropOpen(ino, fi->fh);
   }
   if (!s.ok()) return ReplyStatus(req, s);
-  fi->fh = 0;
+  fi->fh = (fi->flags & O_ACCMODE) != O_RDONLY ? kWritableFh : 0;
+  // Opened for writing while the data directory is full: the attributes
+  // the kernel holds (from before) must not spare write(2) its GETATTR.
+  // (Attributes only: the kernel waits for no page, so the wait is short.)
+  if (fi->fh == kWritableFh && space_.Full() && inval_) {
+    inval_->Invalidate(ino, -1, 0, std::chrono::milliseconds(100));
+  }
   fi->keep_cache = !drop_cache;
   if (cfg_.passthrough && !cfg_.read_only) {
     InodeLocks locks(this, {ino});
@@ -199,8 +205,15 @@ void MatrixFs::Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t siz
     return;
   }
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
-  Status s = DoWrite(req, ino, buf, size, static_cast<uint64_t>(off), KernelChannel::KillSuidGid(KernelChannel::Op::kWrite),
-                     fi != nullptr && fi->writepage);
+  // A write(2) the kernel sends itself may be refused for want of space; the
+  // write-back of cached pages was acknowledged already: the reserve holds it.
+  const bool writeback = fi != nullptr && fi->writepage;
+  Status s = writeback ? Status::OK() : Admit(size);
+  if (s.ok()) {
+    s = DoWrite(req, ino, buf, size, static_cast<uint64_t>(off), KernelChannel::KillSuidGid(KernelChannel::Op::kWrite),
+                writeback);
+  }
+  if (writeback) Consumed(size);
   if (!s.ok()) return ReplyStatus(req, s);
   bytes_written_.fetch_add(size, std::memory_order_relaxed);
   // A direct write, in every mode: a buffered write is FUSE_WRITE_CACHE
@@ -317,6 +330,9 @@ void MatrixFs::Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
   }
   if (offset < 0 || length <= 0) return (void)fuse_reply_err(req, EINVAL);
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
+  if (mode == 0) {
+    if (Status s = Admit(static_cast<uint64_t>(length)); !s.ok()) return ReplyStatus(req, s);
+  }
   Status s = [&]() -> Status {
     uint64_t off = static_cast<uint64_t>(offset), len = static_cast<uint64_t>(length);
     if (off + len > (1ull << 50)) return Errno(EFBIG);
@@ -367,6 +383,7 @@ void MatrixFs::Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
     }
     return Commit(&txn);
   }();
+  if (s.ok() && mode != 0) Freed();
   fuse_reply_err(req, ToErrno(s));
 }
 

@@ -34,8 +34,13 @@
 namespace mxfs {
 
 // fuse_file_info.fh of a regular file's open the kernel serves through
-// passthrough (the others have 0).
+// passthrough; kWritableFh of another open for writing (a GETATTR on it
+// while the data directory is full is a buffered write(2) asking, and gets
+// ENOSPC); the others have 0.
 inline constexpr uint64_t kPassthroughFh = 1;
+inline constexpr uint64_t kWritableFh = 2;
+// What a new directory entry and inode may take in the database (Admit).
+inline constexpr uint64_t kNewEntryBytes = 512;
 inline constexpr char kMatrixDirName[] = ".matrixfs";
 inline constexpr uint64_t kVirtDir = kFirstVirtualIno;
 struct VirtualFile {

@@ -195,6 +195,7 @@ Status MatrixFs::MakeNode(fuse_req_t req, uint64_t parent, const char* name, uin
                           uint64_t rdev, const std::string& target, bool open, fuse_entry_param* e) {
   MXFS_RETURN_IF_ERROR(CheckNewEntryName(parent, name));
   if (target.size() > 4095) return Errno(ENAMETOOLONG);
+  MXFS_RETURN_IF_ERROR(Admit(kNewEntryBytes + std::strlen(name) + target.size()));
   auto ino = AllocIno();
   if (!ino) return ino.error();
   const fuse_ctx* ctx = fuse_req_ctx(req);
@@ -276,7 +277,7 @@ void MatrixFs::Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_
   fuse_entry_param e;
   Status s = MakeNode(req, parent, name, S_IFREG | (mode & 07777), 0, "", true, &e);
   if (!s.ok()) return ReplyStatus(req, s);
-  fi->fh = 0;
+  fi->fh = (fi->flags & O_ACCMODE) != O_RDONLY ? kWritableFh : 0;
   fi->keep_cache = 1;
   if (fuse_reply_create(req, &e, fi) != 0) {
     // The kernel did not get the reply: undo the open. (The lookup MakeNode
@@ -289,6 +290,7 @@ void MatrixFs::Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
   Count(kOpLink);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, EPERM);
   Status s = CheckNewEntryName(newparent, newname);
+  if (s.ok()) s = Admit(kNewEntryBytes + std::strlen(newname));
   fuse_entry_param e;
   if (s.ok()) {
     InodeLocks locks(this, {ino, newparent});
@@ -364,12 +366,14 @@ Status MatrixFs::DoRemove(fuse_req_t req, uint64_t parent, const std::string& na
 void MatrixFs::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Count(kOpUnlink);
   Status s = DoRemove(req, parent, name, false);
+  if (s.ok()) Freed();
   fuse_reply_err(req, ToErrno(s));
 }
 
 void MatrixFs::Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Count(kOpRmdir);
   Status s = DoRemove(req, parent, name, true);
+  if (s.ok()) Freed();
   fuse_reply_err(req, ToErrno(s));
 }
 

@@ -3,10 +3,12 @@
 // file over, Truncate cuts or grows either kind), and the passthrough
 // bookkeeping that takes the object's size and mtime back into the inode
 // (ReconcileObject, CommitReconciled, PassthroughOpen).
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -53,6 +55,56 @@ void MatrixFs::RemoveObject(uint64_t ino) {
 void MatrixFs::DropNewObject(uint64_t ino) {
   if (Node* n = FindNode(ino)) n->object.reset();
   RemoveObject(ino);
+}
+
+Status MatrixFs::Admit(uint64_t bytes) {
+  Status s = space_.Admit(bytes);
+  if (space_.TakeBecameFull()) InvalidateOpenAttrs();
+  return s;
+}
+
+void MatrixFs::Consumed(uint64_t bytes) {
+  space_.Consume(bytes);
+  if (space_.TakeBecameFull()) InvalidateOpenAttrs();
+}
+
+void MatrixFs::Freed() {
+  space_.Refresh();
+  // DATADIR/reserve again, once it fits twice over beside the guard's reserve.
+  if (cfg_.read_only || space_.available() < 2 * reserve_file_bytes_ ||
+      !reserve_file_missing_.exchange(false, std::memory_order_relaxed)) {
+    return;
+  }
+  const std::string path = ReservePath(datadir_);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  int err = fd < 0 ? errno : ::posix_fallocate(fd, 0, static_cast<off_t>(reserve_file_bytes_));
+  if (fd >= 0 && err == 0 && ::fsync(fd) != 0) err = errno;
+  if (fd >= 0) ::close(fd);
+  if (err != 0) {
+    ::unlink(path.c_str());
+    reserve_file_missing_.store(true, std::memory_order_relaxed);
+    MXFS_LOG_WARN("%s: cannot make %s (%" PRIu64 " bytes): %s", datadir_.c_str(), path.c_str(), reserve_file_bytes_,
+                  std::strerror(err));
+  }
+  space_.Refresh();
+}
+
+// The guard just turned full: every open file's cached attributes are
+// dropped, so the next buffered write(2) to it asks GETATTR (which GetAttr
+// refuses with ENOSPC while full) instead of trusting a day-long timeout.
+void MatrixFs::InvalidateOpenAttrs() {
+  if (!inval_) return;
+  std::vector<uint64_t> open;
+  for (auto& st : stripes_) {
+    std::lock_guard<std::mutex> l(st.mu);
+    for (const auto& [ino, n] : st.nodes) {
+      if (n.open_count > 0) open.push_back(ino);
+    }
+  }
+  // Attributes only (offset -1): queued, not waited for.
+  for (uint64_t ino : open) inval_->Invalidate(ino, -1, 0, std::chrono::milliseconds(0));
+  MXFS_LOG_WARN("%s: the filesystem is full (%s): new data gets ENOSPC until space is freed",
+                datadir_.c_str(), space_.Describe().c_str());
 }
 
 Result<std::shared_ptr<RandomRWFile>> MatrixFs::ObjectFor(uint64_t ino, bool create) {

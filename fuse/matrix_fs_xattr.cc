@@ -65,6 +65,7 @@ void MatrixFs::SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const 
   // (cp -a would then skip its chmod); they fall back to the mode bits.
   if (int e = XattrNamespaceErrno(name, AclsOn()); e != 0) return (void)fuse_reply_err(req, e);
   if (size > kMaxXattrValueLen) return (void)fuse_reply_err(req, E2BIG);
+  if (Status s = Admit(std::strlen(name) + size + 64); !s.ok()) return ReplyStatus(req, s);
   Status s = [&]() -> Status {
     InodeLocks locks(this, {ino});
     Txn txn(this);

@@ -134,6 +134,7 @@ Status ValidateSuperblock(const Superblock& sb) {
 std::string SuperblockPath(const std::string& datadir) { return datadir + "/superblock"; }
 std::string KvPath(const std::string& datadir) { return datadir + "/kv"; }
 std::string DataPath(const std::string& datadir) { return datadir + "/data"; }
+std::string ReservePath(const std::string& datadir) { return datadir + "/reserve"; }
 
 Result<Superblock> ReadSuperblock(const std::string& datadir) {
   std::string path = SuperblockPath(datadir);

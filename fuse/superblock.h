@@ -82,6 +82,9 @@ Status ValidateSuperblock(const Superblock& sb);
 std::string SuperblockPath(const std::string& datadir);
 std::string KvPath(const std::string& datadir);
 std::string DataPath(const std::string& datadir);
+// DATADIR/reserve: preallocated room for the database's open on a full
+// filesystem (MatrixFs::Open releases it then, and makes it again later).
+std::string ReservePath(const std::string& datadir);
 
 // Reads and checks DATADIR/superblock. NotFound "... is not a MatrixFS
 // instance (no superblock; format it with -o format)" when absent.

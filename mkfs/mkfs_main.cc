@@ -63,7 +63,7 @@ int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) { return
 
 // Removes everything inside dir (not dir itself).
 Status EmptyDirectory(const std::string& dir) {
-  for (const char* name : {"superblock", "kv", "data"}) {
+  for (const char* name : {"superblock", "kv", "data", "reserve"}) {
     std::string p = dir + "/" + name;
     struct stat st;
     if (::lstat(p.c_str(), &st) != 0) continue;

@@ -572,9 +572,16 @@ int Serve(const Args& a, int report_fd) {
     Report(report_fd, fs.error().ToString());
     return 1;
   }
+  // A full data directory the database could not open on for writing:
+  // mounted read-only, and the user is told why and what to do.
+  const bool read_only = a.read_only || !(*fs)->forced_read_only().empty();
+  if (!(*fs)->forced_read_only().empty()) {
+    std::fprintf(stderr, "matrixfs: warning: %s\n", (*fs)->forced_read_only().c_str());
+  }
   std::string opts = "default_permissions,fsname=" + a.datadir + ",subtype=matrixfs";
   if (a.allow_other) opts += ",allow_other";
   for (const auto& o : a.passthrough) opts += "," + o;
+  if (read_only && !a.read_only) opts += ",ro";
   std::vector<std::string> sargs = {"matrixfs", "-o", opts};
   if (a.debug) sargs.push_back("-d");
   std::vector<char*> argv;
@@ -601,9 +608,9 @@ int Serve(const Args& a, int report_fd) {
   // spares a GETXATTR round trip per write(2) (fuse/kernel_channel.h).
   // Without it the mount still works as before, so a failure only warns.
   KernelChannel& channel = (*fs)->channel();
-  channel.SetPassthrough(a.fuse_passthrough && !a.read_only);
+  channel.SetPassthrough(a.fuse_passthrough && !read_only);
   channel.SetSpinMicros(a.spin_us);
-  channel.SetOffer(!a.read_only);
+  channel.SetOffer(!read_only);
   if (Status s = (*fs)->InstallChannel(se); !s.ok()) {
     MXFS_LOG_WARN("FUSE_HANDLE_KILLPRIV_V2 not offered: %s", s.ToString().c_str());
   }

@@ -55,11 +55,13 @@ TEST_CASE("Faults: the control file refuses 'faults reload' unless the daemon wa
   CHECK(m.Log().find("fault injection") == std::string::npos);
 }
 
-TEST_CASE("Faults: ENOSPC from the large-file store reaches the caller as ENOSPC; fsck stays clean",
+TEST_CASE("Faults: ENOSPC or EIO from the large-file store reaches the caller as itself; fsck stays clean",
           "[fuse][faults]") {
-  // The io_uring path and the pread/pwrite fallback.
+  // The io_uring path and the pread/pwrite fallback; ENOSPC and EIO.
   const bool fallback = GENERATE(false, true);
-  INFO((fallback ? "pread/pwrite fallback" : "io_uring"));
+  const std::string err_name = GENERATE(std::string("enospc"), std::string("eio"));
+  const int err = err_name == "eio" ? EIO : ENOSPC;
+  INFO((fallback ? "pread/pwrite fallback" : "io_uring") << ", " << err_name);
   FaultMount f("", fallback);
   const std::string big = Pattern(300000, 'a');
   REQUIRE(WriteSyncClose(f.P("big"), big, 0) == 0);
@@ -67,11 +69,11 @@ TEST_CASE("Faults: ENOSPC from the large-file store reaches the caller as ENOSPC
   REQUIRE(f.Arm("bad:rule") == EINVAL);  // a bad rule is refused and arms nothing
   // The large-file objects only (DATADIR/data/), not the database in DATADIR/kv/.
   const std::string objects = f.m().datadir() + "/data/";
-  REQUIRE(f.Arm("write:enospc:path=" + objects) == 0);
-  CHECK(f.m().Log().find("armed: write:enospc:after=0:path=" + objects) != std::string::npos);
+  REQUIRE(f.Arm("write:" + err_name + ":path=" + objects) == 0);
+  CHECK(f.m().Log().find("armed: write:" + err_name + ":after=0:path=" + objects) != std::string::npos);
 
   // Buffered overwrite: the writeback fails, fsync reports it.
-  CHECK(WriteSyncClose(f.P("big"), std::string(4096, 'X'), 0) == ENOSPC);
+  CHECK(WriteSyncClose(f.P("big"), std::string(4096, 'X'), 0) == err);
   // O_DIRECT: write(2) itself fails.
   {
     int fd = open(f.P("big").c_str(), O_WRONLY | O_DIRECT);
@@ -80,19 +82,35 @@ TEST_CASE("Faults: ENOSPC from the large-file store reaches the caller as ENOSPC
     REQUIRE(posix_memalign(&buf, 4096, 4096) == 0);
     std::memset(buf, 'Y', 4096);
     CHECK(pwrite(fd, buf, 4096, 8192) == -1);
-    CHECK(errno == ENOSPC);
+    CHECK(errno == err);
     free(buf);
     // fallocate on the object.
-    CHECK(posix_fallocate(fd, 0, 1 << 20) == ENOSPC);
+    CHECK(posix_fallocate(fd, 0, 1 << 20) == err);
     close(fd);
   }
   // A small file growing into the store: the copy into its new object fails.
-  CHECK(WriteSyncClose(f.P("small"), Pattern(200000, 'k'), 0) == ENOSPC);
+  CHECK(WriteSyncClose(f.P("small"), Pattern(200000, 'k'), 0) == err);
   // A new file written large at once.
-  CHECK(WriteSyncClose(f.P("fresh"), Pattern(150000, 'q'), 0) == ENOSPC);
+  CHECK(WriteSyncClose(f.P("fresh"), Pattern(150000, 'q'), 0) == err);
   // Metadata goes on: the KV engine is not affected.
   CHECK(mkdir(f.P("dir").c_str(), 0755) == 0);
   CHECK(f.Stats().find("state: read-write") != std::string::npos);
+
+  // Reads: with the pages dropped from the cache, read(2) gets the error,
+  // and so does a partial-page write(2), which must read the page first.
+  REQUIRE(f.Arm("read:" + err_name + ":path=" + objects) == 0);
+  {
+    int fd = open(f.P("big").c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    REQUIRE(fsync(fd) == 0);
+    REQUIRE(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+    char buf[4096];
+    CHECK(pread(fd, buf, sizeof(buf), 65536) == -1);
+    CHECK(errno == err);
+    CHECK(pwrite(fd, "partial", 7, 131072 + 100) == -1);
+    CHECK(errno == err);
+    close(fd);
+  }
 
   REQUIRE(f.Arm("") == 0);
   CHECK(WriteSyncClose(f.P("after"), Pattern(100000, 'z'), 0) == 0);

@@ -107,7 +107,10 @@ inline void RemoveTree(const std::string& dir) { nftw(dir.c_str(), RemoveOne, 64
 class MountFixture {
  public:
   // opts: extra -o options (e.g. "allow_other"); the first start formats.
-  explicit MountFixture(std::string opts = "allow_other", std::string format_opts = "") : opts_(std::move(opts)) {
+  // data_tmpfs_mb > 0: the data directory is a tmpfs of that size (a small
+  // disk that fills), mounted for the fixture's life.
+  explicit MountFixture(std::string opts = "allow_other", std::string format_opts = "", int data_tmpfs_mb = 0)
+      : opts_(std::move(opts)) {
     char tmpl[] = "/tmp/mxfs-test-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     root_ = tmpl;
@@ -115,12 +118,24 @@ class MountFixture {
     datadir_ = root_ + "/data";
     mnt_ = root_ + "/mnt";
     REQUIRE(mkdir(mnt_.c_str(), 0755) == 0);
+    if (data_tmpfs_mb > 0) {
+      // The instance goes one level down: format wants an empty directory.
+      const std::string disk = root_ + "/disk";
+      REQUIRE(mkdir(disk.c_str(), 0700) == 0);
+      const std::string size = "size=" + std::to_string(data_tmpfs_mb) + "m,mode=0700";
+      REQUIRE(mount("tmpfs", disk.c_str(), "tmpfs", 0, size.c_str()) == 0);
+      tmpfs_ = disk;
+      datadir_ = disk + "/data";
+    }
     Start("format" + (format_opts.empty() ? "" : "," + format_opts));
   }
   ~MountFixture() {
     Stop();
+    if (!tmpfs_.empty()) umount2(tmpfs_.c_str(), MNT_DETACH);
     RemoveTree(root_);
   }
+  // The tmpfs holding the data directory ("" without data_tmpfs_mb).
+  const std::string& disk() const { return tmpfs_; }
   MountFixture(const MountFixture&) = delete;
   MountFixture& operator=(const MountFixture&) = delete;
 
@@ -248,7 +263,7 @@ class MountFixture {
 
  private:
   std::string opts_;
-  std::string root_, datadir_, mnt_;
+  std::string root_, datadir_, mnt_, tmpfs_;
   pid_t pid_ = -1;
 };
 
