@@ -51,13 +51,26 @@
 //
 // readdir: entries come from a DB iterator over the prefix 'D' dir, in name
 // order, so a listing needs constant memory however large the directory.
-// The offset (cookie) of an entry is a per-handle counter; the handle keeps
-// the names of the entries of its last reply (one buffer's worth) with their
-// cookies, and the next call Seeks the iterator just past the name behind
-// the kernel's offset. Entries added or removed meanwhile therefore never
-// make the listing repeat or skip the others. '.' and '..' take the first
-// cookies; the root's '.matrixfs' is found by lookup but never listed.
+// A listing needs no open handle (the kernel sends no OPENDIR, below): the
+// offset (cookie) of the k-th entry is (k << 32) | tag, tag the low 32 bits
+// of a daemon-wide sequence, and a bounded table (kMaxCookies, oldest out
+// first) maps each cookie handed out to its directory and name. The next
+// call Seeks the iterator just past the name behind the kernel's offset, so
+// entries added or removed meanwhile never make the listing repeat or skip
+// the others; a cookie no longer in the table resumes after the first k
+// entries. '.' and '..' take cookies 1 and 2; the root's '.matrixfs' is found
+// by lookup but never listed.
 // readdirplus counts a lookup for every entry it returns except '.' and '..'.
+//
+// Directories are not opened: the first OPENDIR is answered ENOSYS
+// (FUSE_NO_OPENDIR_SUPPORT), after which the kernel opens directories
+// without asking, sends no RELEASEDIR, and keeps each directory's listing
+// in its page cache (FOPEN_CACHE_DIR, the kernel's default without OPENDIR).
+// The kernel drops that cache itself when a request through this mount
+// changes the directory (fuse_dir_changed bumps the inode's i_version) and
+// when the directory's mtime moves; the daemon never changes a directory on
+// its own, so it sends no invalidations. -o nodircache keeps OPENDIR and
+// RELEASEDIR and no kernel cache of listings (for comparison).
 //
 // Kernel caches: entries, negative entries and attributes are cached for a
 // day (entry/attr timeout 86400 s). That is safe because every change goes
@@ -89,6 +102,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -135,6 +149,9 @@ struct MountConfig {
   // POSIX ACLs (FUSE_POSIX_ACL + FUSE_DONT_MASK); -o noacl turns them off:
   // system.posix_acl_* is then EOPNOTSUPP and the kernel applies the umask.
   bool posix_acl = true;
+  // Directories opened without OPENDIR, their listings cached by the kernel
+  // ("readdir" above); -o nodircache turns it off.
+  bool dir_cache = true;
 };
 
 // Maps a Status to the errno a FUSE reply carries (the one place this happens).
@@ -360,8 +377,12 @@ class MatrixFs {
   // writeback: the WRITE carries cached pages (fi->writepage); it keeps c/mtime.
   Status DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t size, uint64_t off, bool kill_suidgid,
                  bool writeback);
-  Status FillDir(fuse_req_t req, uint64_t ino, size_t size, off_t off, DirHandle* h, bool plus,
-                 std::string* buf, size_t* pos);
+  Status FillDir(fuse_req_t req, uint64_t ino, size_t size, off_t off, bool plus, std::string* buf, size_t* pos);
+  // readdir cookies ("readdir" above): NextCookie hands out the cookie of
+  // the k-th entry of dir and remembers its name; CookieName finds the name
+  // behind cookie (false: not, or no longer, in the table).
+  uint64_t NextCookie(uint64_t dir, uint64_t k, const std::string& name);
+  bool CookieName(uint64_t dir, uint64_t cookie, std::string* name);
   void FillEntry(uint64_t ino, const InodeAttr& a, fuse_entry_param* e) const;
   void FillStat(uint64_t ino, const InodeAttr& a, struct stat* st) const;
   // The kernel caps a FUSE connection's read-ahead at 128 KiB and puts its
@@ -423,6 +444,12 @@ class MatrixFs {
   uint64_t next_fh_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<DirHandle>> handles_;
 
+  static constexpr size_t kMaxCookies = 1u << 14;
+  std::mutex cookies_mu_;  // guards the three below
+  uint32_t cookie_seq_ = 0;
+  std::unordered_map<uint64_t, std::pair<uint64_t, std::string>> cookies_;  // cookie -> (dir, name)
+  std::deque<uint64_t> cookie_order_;                                       // oldest first
+
   std::atomic<uint64_t> inode_count_{0};
   std::atomic<uint64_t> op_counts_[kNumOps] = {};
   std::atomic<uint64_t> requests_[kNumRequestKinds] = {};
@@ -443,6 +470,9 @@ class MatrixFs {
   uint64_t reserve_file_bytes_ = 0;          // DATADIR/reserve's size (OpenReserveBytes)
   std::atomic<bool> reserve_file_missing_{false};
   std::string forced_read_only_;
+  // Set at INIT: OPENDIR is answered ENOSYS (cfg_.dir_cache and the kernel
+  // offers FUSE_NO_OPENDIR_SUPPORT).
+  std::atomic<bool> no_opendir_{false};
 };
 
 }  // namespace mxfs

@@ -58,6 +58,9 @@ void MatrixFs::Init(fuse_conn_info* conn) {
   // longer holds with a LOOKUP of "." (and ".." for a parent) in that
   // inode number (Lookup, LookupDot).
   want(FUSE_CAP_EXPORT_SUPPORT);
+  // Directories without OPENDIR, listings cached by the kernel ("readdir" in
+  // fuse/matrix_fs.h).
+  no_opendir_.store(cfg_.dir_cache && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT), std::memory_order_relaxed);
   // POSIX ACLs: the kernel checks access ACLs itself (reading them with
   // GETXATTR) and no longer applies the umask; with DONT_MASK it sends the
   // mode unmasked and the umask apart, so MakeNode can inherit a default ACL.

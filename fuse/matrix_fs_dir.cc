@@ -1,6 +1,7 @@
-// MatrixFs's directory handles and readdir/readdirplus (fuse/matrix_fs.h,
-// "readdir"): a listing walks a DB iterator over the directory's D prefix
-// and continues after the name behind the kernel's offset.
+// MatrixFs's .matrixfs file handles and opendir/readdir/readdirplus
+// (fuse/matrix_fs.h, "readdir"): a listing walks a DB iterator over the
+// directory's D prefix and continues after the name behind the kernel's
+// offset (a cookie).
 #include <sys/stat.h>
 
 #include <cstring>
@@ -34,6 +35,9 @@ void MatrixFs::DropHandle(uint64_t fh) {
 
 void MatrixFs::OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Count(kOpOpen);
+  // The first answer ENOSYS makes the kernel stop sending OPENDIR and
+  // RELEASEDIR and cache listings ("readdir" in fuse/matrix_fs.h).
+  if (no_opendir_.load(std::memory_order_relaxed)) return (void)fuse_reply_err(req, ENOSYS);
   if (!IsVirtual(ino)) {
     Status s;
     {
@@ -46,30 +50,41 @@ void MatrixFs::OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   } else if (ino != kVirtDir) {
     return (void)fuse_reply_err(req, ENOTDIR);
   }
-  fi->fh = AddHandle(std::make_unique<DirHandle>());
+  fi->fh = 0;
   fi->cache_readdir = 0;
-  if (fuse_reply_open(req, fi) != 0) DropHandle(fi->fh);
+  fuse_reply_open(req, fi);
 }
 
-void MatrixFs::ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi, bool plus) {
+void MatrixFs::ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*, bool plus) {
   Count(kOpReadDir);
-  DirHandle* h = GetHandle(fi->fh);
-  if (h == nullptr) return (void)fuse_reply_err(req, EBADF);
   std::string buf(size, '\0');
   size_t pos = 0;
-  Status s;
-  {
-    // The handle's lock is released before the reply: the kernel may send
-    // RELEASEDIR (which frees the handle) as soon as it has the reply.
-    std::lock_guard<std::mutex> hl(h->mu);
-    s = FillDir(req, ino, size, off, h, plus, &buf, &pos);
-  }
+  Status s = FillDir(req, ino, size, off, plus, &buf, &pos);
   if (!s.ok() && pos == 0) return ReplyStatus(req, s);
   fuse_reply_buf(req, buf.data(), pos);
 }
 
-Status MatrixFs::FillDir(fuse_req_t req, uint64_t ino, size_t size, off_t off, DirHandle* h, bool plus,
-                         std::string* out, size_t* out_pos) {
+uint64_t MatrixFs::NextCookie(uint64_t dir, uint64_t k, const std::string& name) {
+  std::lock_guard<std::mutex> l(cookies_mu_);
+  uint64_t cookie = (k << 32) | ++cookie_seq_;
+  if (cookies_.insert_or_assign(cookie, std::make_pair(dir, name)).second) cookie_order_.push_back(cookie);
+  while (cookie_order_.size() > kMaxCookies) {
+    cookies_.erase(cookie_order_.front());
+    cookie_order_.pop_front();
+  }
+  return cookie;
+}
+
+bool MatrixFs::CookieName(uint64_t dir, uint64_t cookie, std::string* name) {
+  std::lock_guard<std::mutex> l(cookies_mu_);
+  auto it = cookies_.find(cookie);
+  if (it == cookies_.end() || it->second.first != dir) return false;
+  *name = it->second.second;
+  return true;
+}
+
+Status MatrixFs::FillDir(fuse_req_t req, uint64_t ino, size_t size, off_t off, bool plus, std::string* out,
+                         size_t* out_pos) {
   std::string& buf = *out;
   size_t& pos = *out_pos;
   bool full = false;
@@ -115,52 +130,36 @@ Status MatrixFs::FillDir(fuse_req_t req, uint64_t ino, size_t size, off_t off, D
     // compare or copy a whole mount (diff -r, rsync, cp -a, tar) would
     // otherwise trip over it, as over any filesystem's control files.
   }
-  const uint64_t nsynth = synth.size();
-  uint64_t o = static_cast<uint64_t>(off);
-  for (; o < nsynth; ++o) {
-    if (!add(synth[o].first.c_str(), synth[o].second, o + 1)) break;
+  const uint64_t o = static_cast<uint64_t>(off);
+  // Cookies below 2^32 are the synthetic entries' (1 to nsynth).
+  if (o < (1ull << 32)) {
+    for (uint64_t i = o; i < synth.size(); ++i) {
+      if (!add(synth[i].first.c_str(), synth[i].second, i + 1)) break;
+    }
   }
   if (full || IsVirtual(ino)) return Status::OK();
 
   std::string prefix = DentryPrefix(ino);
   auto it = db_->NewIterator(ReadOptions());
-  uint64_t next_off;
-  if (o <= nsynth) {
+  uint64_t k = 0;  // entries before the next one
+  std::string name;
+  if (o < (1ull << 32)) {
     it->Seek(prefix);
-    next_off = nsynth + 1;
-    o = nsynth;
+  } else if (k = o >> 32; CookieName(ino, o, &name)) {
+    std::string key = DentryKey(ino, name);
+    it->Seek(key);
+    if (it->Valid() && it->key() == Slice(key)) it->Next();
   } else {
-    next_off = o + 1;
-    const std::string* name = nullptr;
-    for (const auto& [d_off, n] : h->last) {
-      if (d_off == o) name = &n;
-    }
-    if (name != nullptr) {
-      std::string key = DentryKey(ino, *name);
-      it->Seek(key);
-      if (it->Valid() && it->key() == Slice(key)) it->Next();
-    } else {
-      // An offset from an older batch (seekdir): count entries from the start.
-      it->Seek(prefix);
-      for (uint64_t k = nsynth; k < o && it->Valid() && it->key().starts_with(prefix); ++k) it->Next();
-    }
+    // A cookie that left the table: resume after the first k entries.
+    it->Seek(prefix);
+    for (uint64_t i = 0; i < k && it->Valid() && it->key().starts_with(prefix); ++i) it->Next();
   }
-  std::vector<std::pair<uint64_t, std::string>> batch;
-  batch.emplace_back(o, "");
-  bool have_anchor = false;
-  for (const auto& [d_off, n] : h->last) {
-    if (d_off == o) {
-      batch.back().second = n;
-      have_anchor = true;
-    }
-  }
-  if (!have_anchor) batch.clear();
   Status s;
-  for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
+  for (; it->Valid() && it->key().starts_with(prefix); it->Next(), ++k) {
     DirEntry de;
     s = DecodeDirEntry(it->key(), it->value(), &de);
     if (!s.ok()) break;
-    std::string name = KeyName(it->key()).ToString();
+    name = KeyName(it->key()).ToString();
     fuse_entry_param e;
     std::memset(&e, 0, sizeof(e));
     if (plus) {
@@ -174,22 +173,20 @@ Status MatrixFs::FillDir(fuse_req_t req, uint64_t ino, size_t size, off_t off, D
       n.nlookup++;
       n.attr = *a;
       n.have_attr = true;
-      add(name.c_str(), e, next_off);
+      add(name.c_str(), e, NextCookie(ino, k + 1, name));
     } else {
       e.attr.st_ino = de.ino;
       e.attr.st_mode = static_cast<mode_t>(de.type) << 12;
-      if (!add(name.c_str(), e, next_off)) break;
+      size_t need = fuse_add_direntry(req, nullptr, 0, name.c_str(), nullptr, 0);
+      if (pos + need > size) break;
+      add(name.c_str(), e, NextCookie(ino, k + 1, name));
     }
-    batch.emplace_back(next_off, std::move(name));
-    ++next_off;
   }
   if (s.ok()) s = it->status();
-  if (batch.size() > (have_anchor ? 1u : 0u)) h->last = std::move(batch);
   return s;
 }
 
-void MatrixFs::ReleaseDir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  DropHandle(fi->fh);
+void MatrixFs::ReleaseDir(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
   fuse_reply_err(req, 0);
 }
 

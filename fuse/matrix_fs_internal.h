@@ -5,7 +5,7 @@
 // files by concern, is fuse/matrix_fs.h.
 //
 // Thread-safety: as MatrixFs (fuse/matrix_fs.h); InodeLocks and Txn belong
-// to one operation on one thread, a DirHandle is guarded by its own mutex.
+// to one operation on one thread, a DirHandle is read-only after its open.
 #pragma once
 
 #include <algorithm>
@@ -160,16 +160,9 @@ class MatrixFs::Txn {
   std::set<uint64_t> deleted_;
 };
 
-// Per open directory (and per open .matrixfs file): readdir continues after
-// the name it returned last. d_off values count up from the synthetic
-// entries ('.', '..', '.matrixfs' at the root); the handle remembers the
-// (d_off, name) pairs of its last batch plus the one it started from, so the
-// kernel's next offset maps back to a name and the iterator Seeks just past
-// it: constant memory, and concurrent inserts/removals neither repeat nor
-// skip the other entries.
+// Per open .matrixfs file: the content, taken at open, that its reads
+// return (directories need no handle: "readdir" in fuse/matrix_fs.h).
 struct MatrixFs::DirHandle {
-  std::mutex mu;
-  std::vector<std::pair<uint64_t, std::string>> last;
   std::string content;
 };
 

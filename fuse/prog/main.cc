@@ -10,7 +10,8 @@
 // 6.14+, fuse/uring_channel.h; falls back to /dev/fuse with a warning when
 // the kernel does not offer it), uring_threads=N (ring threads per CPU
 // queue, one entry each; default 4), acl / noacl (POSIX ACLs, on by
-// default), allow_other,
+// default), dircache / nodircache (directories opened without OPENDIR and
+// their listings cached by the kernel, on by default), allow_other,
 // default_permissions (always on), ro, remount (change a running mount's
 // flags, e.g. remount,ro: Remount below), debug; allow_other is implied when
 // root mounts (as for a kernel filesystem); the kernel's generic mount
@@ -84,6 +85,7 @@ struct Args {
   double container_share = 0.0;  // -o container_share=F (0: the superblock's)
   bool fuse_passthrough = false;  // -o passthrough (FUSE passthrough for large files)
   bool posix_acl = true;          // -o noacl turns POSIX ACLs off
+  bool dir_cache = true;          // -o nodircache: OPENDIR per listing, no kernel cache of listings
   bool uring = false;             // -o uring (FUSE over io_uring)
   int uring_threads = 4;          // -o uring_threads=N (per CPU queue)
   uint32_t spin_us = kDefaultSpinUs;  // -o spin_us=N (KernelChannel::SetSpinMicros)
@@ -109,6 +111,8 @@ const Cli kCli("matrixfs",
                "                     (FUSE passthrough; turns the writeback cache off)\n"
                "  -o noacl           no POSIX ACLs (system.posix_acl_* is EOPNOTSUPP, the kernel\n"
                "                     applies the umask); default: acl\n"
+               "  -o nodircache      open directories with OPENDIR and keep no listing in the\n"
+               "                     kernel (default dircache: no OPENDIR/RELEASEDIR, listings cached)\n"
                "  -o spin_us=N       a FUSE worker polls N microseconds for the next request\n"
                "                     before it sleeps (0-10000, default 50; 0: off)\n"
                "  -o uring           serve requests through FUSE over io_uring (Linux 6.14+, needs\n"
@@ -196,6 +200,8 @@ void ParseOptions(const std::string& list, Args* a) {
     else if (key == "passthrough") a->fuse_passthrough = true;
     else if (key == "acl") a->posix_acl = true;
     else if (key == "noacl") a->posix_acl = false;
+    else if (key == "dircache") a->dir_cache = true;
+    else if (key == "nodircache") a->dir_cache = false;
     else if (key == "uring") a->uring = true;
     else if (key == "uring_threads") {
       uint32_t n = 0;
@@ -515,7 +521,8 @@ int Remount(const Args& a) {
     }
     if (key == "format" || key == "inline_limit" || key == "block_size" || key == "label" || key == "pool" ||
         key == "pool_size" || key == "container_share" || key == "passthrough" || key == "acl" ||
-        key == "noacl" || key == "uring" || key == "uring_threads" || key == "spin_us" || key == "debug") {
+        key == "noacl" || key == "dircache" || key == "nodircache" || key == "uring" || key == "uring_threads" ||
+        key == "spin_us" || key == "debug") {
       std::fprintf(stderr, "matrixfs: remount of %s: %s applies when mounting; the running daemon keeps its "
                            "setting (unmount and mount again to change it)\n", mp.c_str(), opt.c_str());
       continue;
@@ -551,6 +558,7 @@ int Serve(const Args& a, int report_fd) {
   MountConfig cfg;
   cfg.read_only = a.read_only;
   cfg.posix_acl = a.posix_acl;
+  cfg.dir_cache = a.dir_cache;
   cfg.debug = a.debug;
   std::unique_ptr<FaultInjectionFileSystem> faults;
   const char* fault_env = std::getenv("MXFS_FAULTS");

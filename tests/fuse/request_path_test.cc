@@ -1,12 +1,14 @@
 // The request path as the kernel sees it: which FUSE requests operations
 // cost (the "requests" line of .matrixfs/stats) and the connection's bdi
 // tuning (the "bdi" line).
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <sstream>
@@ -165,4 +167,71 @@ TEST_CASE("Requests: the mount's bdi gets 1 MiB read-ahead and a bounded dirty l
     CHECK(line.find("max_bytes=") != std::string::npos);
     CHECK(line.find("max_bytes=0") == std::string::npos);
   }
+}
+
+namespace {
+
+// The names of dir in readdir order, each once per occurrence.
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (struct dirent* de = readdir(d)) out.emplace_back(de->d_name);
+  closedir(d);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Requests: directories need no OPENDIR, and a second listing comes from the kernel's cache",
+          "[fuse][requests]") {
+  MountFixture m;
+  REQUIRE(mkdir(m.P("d").c_str(), 0755) == 0);
+  const int kN = 500;  // more than one READDIR buffer
+  for (int i = 0; i < kN; ++i) REQUIRE(WriteAll(m.P("d/f" + std::to_string(i)), "x"));
+  auto first = Names(m.P("d"));
+  REQUIRE(first.size() == kN + 2);
+  auto before = Requests(m);
+  auto second = Names(m.P("d"));
+  auto after = Requests(m);
+  CHECK(second == first);
+  CHECK(after["opendir"] == before["opendir"]);
+  CHECK(after["releasedir"] == before["releasedir"]);
+  CHECK(after["readdir"] + after["readdirplus"] == before["readdir"] + before["readdirplus"]);
+  // A change through the mount drops the cached listing: the next listing
+  // asks the daemon again and sees it.
+  REQUIRE(unlink(m.P("d/f7").c_str()) == 0);
+  REQUIRE(WriteAll(m.P("d/new"), "y"));
+  auto third = Names(m.P("d"));
+  CHECK(third.size() == kN + 2);
+  CHECK(std::count(third.begin(), third.end(), "new") == 1);
+  CHECK(std::count(third.begin(), third.end(), "f7") == 0);
+  // telldir/seekdir: a position taken mid-listing resumes at the same entry.
+  DIR* d = opendir(m.P("d").c_str());
+  REQUIRE(d != nullptr);
+  for (int i = 0; i < 300; ++i) REQUIRE(readdir(d) != nullptr);
+  long pos = telldir(d);
+  struct dirent* de = readdir(d);
+  REQUIRE(de != nullptr);
+  std::string at = de->d_name;
+  for (int i = 0; i < 50; ++i) REQUIRE(readdir(d) != nullptr);
+  seekdir(d, pos);
+  de = readdir(d);
+  REQUIRE(de != nullptr);
+  CHECK(std::string(de->d_name) == at);
+  closedir(d);
+}
+
+TEST_CASE("Requests: -o nodircache opens directories and asks the daemon for every listing", "[fuse][requests]") {
+  MountFixture m("allow_other,nodircache");
+  REQUIRE(mkdir(m.P("d").c_str(), 0755) == 0);
+  for (int i = 0; i < 50; ++i) REQUIRE(WriteAll(m.P("d/f" + std::to_string(i)), "x"));
+  auto first = Names(m.P("d"));
+  auto before = Requests(m);
+  auto second = Names(m.P("d"));
+  auto after = Requests(m);
+  CHECK(second == first);
+  CHECK(second.size() == 52);
+  CHECK(after["opendir"] - before["opendir"] == 1);
+  CHECK(after["readdir"] + after["readdirplus"] > before["readdir"] + before["readdirplus"]);
 }
