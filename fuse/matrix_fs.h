@@ -412,6 +412,9 @@ class MatrixFs {
   Status SetAcl(fuse_req_t req, uint64_t ino, InodeAttr* a, bool access, const Slice& value, WriteBatch* batch);
   Status ChmodAcl(uint64_t ino, uint32_t mode, WriteBatch* batch);
   bool AclsOn() const { return posix_acl_.load(std::memory_order_relaxed); }
+  // Whether OPEN and CREATE replies carry FOPEN_NOFLUSH: without the
+  // writeback cache close(2) has nothing to flush (MatrixFs::Flush).
+  bool NoFlush() const { return !writeback_cache_.load(std::memory_order_relaxed); }
 
   // .matrixfs
   bool IsVirtual(uint64_t ino) const { return ino >= kFirstVirtualIno; }

@@ -35,6 +35,7 @@ void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fi->fh = AddHandle(std::move(h));
     fi->direct_io = 1;
     fi->nonseekable = 0;
+    fi->noflush = 1;  // nothing cached, nothing to flush
     if (fuse_reply_open(req, fi) != 0) DropHandle(fi->fh);
     return;
   }
@@ -73,6 +74,7 @@ void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     inval_->Invalidate(ino, -1, 0, std::chrono::milliseconds(100));
   }
   fi->keep_cache = !drop_cache;
+  fi->noflush = NoFlush();
   if (cfg_.passthrough && !cfg_.read_only) {
     InodeLocks locks(this, {ino});
     auto a = LoadAttr(ino);
@@ -243,6 +245,11 @@ void MatrixFs::DirectWritten(uint64_t ino, uint64_t off, size_t size) {
 // an error, so when the daemon dies during a close, close would return 0
 // for data that never arrived; a FLUSH that fails with ENOTCONN makes it
 // return the error (RELIABILITY.md, 2026-11-23).
+//
+// Without the writeback cache (-o passthrough, ro) there is no write-back
+// WRITE: every write(2) had its reply before it returned. The OPEN and
+// CREATE replies then carry FOPEN_NOFLUSH and close(2) sends nothing (the
+// kernel honours the flag only without the writeback cache, fuse_flush).
 void MatrixFs::Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
 
 void MatrixFs::DropOpen(uint64_t ino, uint64_t fh) {

@@ -279,6 +279,7 @@ void MatrixFs::Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_
   if (!s.ok()) return ReplyStatus(req, s);
   fi->fh = (fi->flags & O_ACCMODE) != O_RDONLY ? kWritableFh : 0;
   fi->keep_cache = 1;
+  fi->noflush = NoFlush();
   if (fuse_reply_create(req, &e, fi) != 0) {
     // The kernel did not get the reply: undo the open. (The lookup MakeNode
     // counted stays, so the Node lives until unmount.)

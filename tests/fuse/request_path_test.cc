@@ -235,3 +235,18 @@ TEST_CASE("Requests: -o nodircache opens directories and asks the daemon for eve
   CHECK(after["opendir"] - before["opendir"] == 1);
   CHECK(after["readdir"] + after["readdirplus"] > before["readdir"] + before["readdirplus"]);
 }
+
+TEST_CASE("Requests: without the writeback cache close sends no FLUSH", "[fuse][requests]") {
+  MountFixture m("allow_other,passthrough");
+  auto before = Requests(m);
+  for (int i = 0; i < 5; ++i) REQUIRE(WriteAll(m.P("f" + std::to_string(i)), std::string(100000, 'p')));
+  for (int i = 0; i < 5; ++i) REQUIRE(ReadAll(m.P("f" + std::to_string(i))) == std::string(100000, 'p'));
+  auto after = Requests(m);
+  CHECK(after["create"] - before["create"] == 5);
+  CHECK(after["flush"] == before["flush"]);
+  CHECK(after["release"] - before["release"] >= 10);
+  // What close did not flush is there after a remount.
+  m.Stop();
+  m.Start();
+  for (int i = 0; i < 5; ++i) CHECK(ReadAll(m.P("f" + std::to_string(i))) == std::string(100000, 'p'));
+}
