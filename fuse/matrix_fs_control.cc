@@ -46,8 +46,13 @@ void MatrixFs::Init(fuse_conn_info* conn) {
   // The kernel refuses FUSE passthrough together with the writeback cache.
   if (!cfg_.read_only && !cfg_.passthrough) want(FUSE_CAP_WRITEBACK_CACHE);
   writeback_cache_.store((conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0, std::memory_order_relaxed);
+  // READDIRPLUS for every READDIR, not only a directory's first one
+  // (READDIRPLUS_AUTO): du, find and git status stat what they list, and
+  // entries listed without attributes cost a GETATTR each (du after tar
+  // xf: 425). Listings are cached by the kernel, so the extra work of
+  // READDIRPLUS is paid once per change of the directory.
   want(FUSE_CAP_READDIRPLUS);
-  want(FUSE_CAP_READDIRPLUS_AUTO);
+  conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
   want(FUSE_CAP_PARALLEL_DIROPS);
   want(FUSE_CAP_ASYNC_READ);
   want(FUSE_CAP_ATOMIC_O_TRUNC);

@@ -189,9 +189,20 @@ TEST_CASE("Requests: directories need no OPENDIR, and a second listing comes fro
   REQUIRE(mkdir(m.P("d").c_str(), 0755) == 0);
   const int kN = 500;  // more than one READDIR buffer
   for (int i = 0; i < kN; ++i) REQUIRE(WriteAll(m.P("d/f" + std::to_string(i)), "x"));
+  auto listed = Requests(m);
   auto first = Names(m.P("d"));
   REQUIRE(first.size() == kN + 2);
   auto before = Requests(m);
+  // Every READDIR asks for attributes (no READDIRPLUS_AUTO): stat of what
+  // was listed sends nothing.
+  CHECK(before["readdir"] == listed["readdir"]);
+  CHECK(before["readdirplus"] - listed["readdirplus"] >= 2);
+  for (int i = 0; i < kN; i += 50) {
+    struct stat st;
+    REQUIRE(stat(m.P("d/f" + std::to_string(i)).c_str(), &st) == 0);
+  }
+  CHECK(Requests(m)["getattr"] == before["getattr"]);
+  before = Requests(m);
   auto second = Names(m.P("d"));
   auto after = Requests(m);
   CHECK(second == first);
