@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <sys/xattr.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 
 #include "tests/fuse/mount_fixture.h"
 
@@ -34,11 +36,14 @@ int CountObjects(const std::string& datadir) {
 }  // namespace
 
 TEST_CASE("Crash: kill -9 during a workload loses no completed operation", "[fuse][crash]") {
-  // Also on a pool-backed instance: PM WAL without sync, container L0.
-  const bool use_pool = GENERATE(false, true);
-  INFO((use_pool ? "pool-backed instance" : "SSD-only instance"));
+  // Also on a pool-backed instance (PM WAL without sync, container L0), and
+  // with -o nodircache (directories opened with OPENDIR, listings not cached).
+  const int variant = GENERATE(0, 1, 2);
+  const bool use_pool = variant == 1;
+  const std::string opts = variant == 2 ? "allow_other,nodircache" : "allow_other";
+  INFO((use_pool ? "pool-backed instance" : "SSD-only instance") << ", -o " << opts);
   PoolPath pool;
-  MountFixture m("allow_other", use_pool ? "pool=" + pool.path + ",pool_size=64M" : "");
+  MountFixture m(opts, use_pool ? "pool=" + pool.path + ",pool_size=64M" : "");
   struct stat pst;
   REQUIRE((stat(pool.path.c_str(), &pst) == 0) == use_pool);
   REQUIRE((stat((m.datadir() + "/kv/POOL-IDENTITY").c_str(), &pst) == 0) == use_pool);
@@ -79,6 +84,20 @@ TEST_CASE("Crash: kill -9 during a workload loses no completed operation", "[fus
       int v = -1;
       REQUIRE(getxattr(p.c_str(), "user.i", &v, sizeof(v)) == sizeof(v));
       REQUIRE(v == i);
+    }
+  }
+  // The listings after the crash name every completed file once and none of
+  // their temporary names.
+  for (int d = 0; d <= (done - 1) / 50; ++d) {
+    std::map<std::string, int> seen;
+    DIR* dir = opendir(m.P("w/d" + std::to_string(d)).c_str());
+    REQUIRE(dir != nullptr);
+    while (struct dirent* de = readdir(dir)) seen[de->d_name]++;
+    closedir(dir);
+    for (int i = d * 50; i < std::min(done, d * 50 + 50); ++i) {
+      INFO("directory " << d << ", operation " << i << " of " << done);
+      CHECK(seen["f" + std::to_string(i)] == 1);
+      CHECK(seen.count("tmp" + std::to_string(i)) == 0);
     }
   }
   std::string stats = ReadAll(m.P(".matrixfs/stats"));
