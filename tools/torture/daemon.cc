@@ -38,9 +38,9 @@ std::string DescribeStatus(int status) {
   return "status " + std::to_string(status);
 }
 
-Daemon::Daemon(std::string bin, std::string dir, std::string pool, std::string mount_options)
+Daemon::Daemon(std::string bin, std::string dir, std::string pool, std::string mount_options, std::string datadir)
     : bin_(std::move(bin)), dir_(std::move(dir)), pool_(std::move(pool)), mount_options_(std::move(mount_options)) {
-  datadir_ = dir_ + "/data";
+  datadir_ = datadir.empty() ? dir_ + "/data" : std::move(datadir);
   mnt_ = dir_ + "/mnt";
   log_ = dir_ + "/daemon.log";
   ::mkdir(dir_.c_str(), 0755);

@@ -20,7 +20,9 @@ class Daemon {
   // bin: directory holding matrixfs and fsck.matrixfs; dir: a fresh directory
   // for this instance; pool: pool file path, or empty for an SSD-only instance;
   // mount_options: passed as "-o mount_options" on every start (empty: none).
-  Daemon(std::string bin, std::string dir, std::string pool, std::string mount_options = "");
+  // datadir: where the instance lives (default DIR/data).
+  Daemon(std::string bin, std::string dir, std::string pool, std::string mount_options = "",
+         std::string datadir = "");
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;

@@ -8,7 +8,7 @@
 //
 //   mxfs-torture --bin DIR [--rounds N] [--time-limit SECONDS] [--seed S]
 //                [--dir SCRATCH] [--pool | --ssd] [--threads N]
-//                [--round-ms MS] [--mount-options OPTS] [-v]
+//                [--round-ms MS] [--mount-options OPTS] [--full MB] [-v]
 //
 // Workload: --threads workers, each owning the subtree wK of the mount,
 // draw random operations from their model (tools/torture/fs_model.h):
@@ -47,12 +47,20 @@
 // not problems on an uncleanly unmounted instance, and are only counted
 // (see CrashLeftovers).
 //
+// --full MB: each instance's data directory is on a tmpfs of MB MiB that a
+// filler file leaves only 24 MiB of, so the workload keeps running into a
+// full filesystem (fuse/space_guard.h). ENOSPC is then an expected outcome
+// of an operation: its worker stops for the round, and the operation counts
+// as in flight at the kill (checked as above: it changed nothing, or all or
+// part of what it writes). Nothing acknowledged may be lost.
+//
 // Prints one line per round and a summary; exits 0 when every round passed,
 // 1 at the first failure (round, seed, instance, path, expected and found),
 // keeping the scratch directory for inspection, 2 on bad usage.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -109,6 +117,7 @@ struct Options {
   int threads = 3;
   int round_ms = 1500;
   std::string mount_options;
+  int full_mb = 0;  // --full: data directories on a small, nearly full tmpfs
   bool verbose = false;
 };
 
@@ -124,6 +133,8 @@ const mxfs::Cli kCli("mxfs-torture",
                "  --threads N       workload threads (default 3)\n"
                "  --round-ms MS     longest workload per round before the kill (default 1500)\n"
                "  --mount-options O extra matrixfs -o options for every mount (e.g. passthrough)\n"
+               "  --full MB         data directories on a tmpfs of MB MiB (at least 48) with 24 MiB left free:\n"
+               "                    a nearly full store, where ENOSPC is an expected outcome\n"
                "  -v                say what each round did in detail\n"
                "  -h, --help        this text\n");
 
@@ -174,6 +185,7 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--threads") o.threads = static_cast<int>(ParseNum(a, next().c_str()));
     else if (a == "--round-ms") o.round_ms = static_cast<int>(ParseNum(a, next().c_str()));
     else if (a == "--mount-options") o.mount_options = next();
+    else if (a == "--full") o.full_mb = static_cast<int>(ParseNum(a, next().c_str()));
     else if (a == "-v") o.verbose = true;
     else if (a == "-h" || a == "--help") Usage("");
     else if (mxfs::Cli::IsOption(a.c_str())) kCli.UnknownOption(a);
@@ -183,6 +195,7 @@ Options ParseArgs(int argc, char** argv) {
   if (!o.pool && !o.ssd) Usage("--pool and --ssd exclude each other");
   if (o.threads < 1 || o.threads > 16) Usage("--threads must be 1..16");
   if (o.round_ms < 100) Usage("--round-ms must be at least 100");
+  if (o.full_mb != 0 && o.full_mb < 48) Usage("--full must be at least 48 (MiB)");
   for (const char* p : {"matrixfs", "fsck.matrixfs"}) {
     if (::access((o.bin + "/" + p).c_str(), X_OK) != 0) Usage(o.bin + "/" + p + " is not executable");
   }
@@ -216,6 +229,7 @@ struct Totals {
   uint64_t by_op[static_cast<size_t>(OpKind::kCount)] = {};
   std::map<std::string, int> kills;
   int inflight_before = 0, inflight_after = 0;
+  int enospc = 0;  // operations refused with ENOSPC (--full)
   std::map<std::string, int> leftovers;  // fsck -n "recovery pending" findings, by kind
   int failures = 0;
 };
@@ -277,6 +291,31 @@ void Control(const std::string& mnt, const char* cmd) {
   ssize_t n = ::write(fd, cmd, std::strlen(cmd));
   (void)n;
   ::close(fd);
+}
+
+// --full: a tmpfs of mb MiB at dir/disk, all but 24 MiB of it taken by
+// dir/disk/filler. False with *err.
+bool MountFullDisk(const std::string& dir, int mb, std::string* err) {
+  const std::string disk = dir + "/disk";
+  ::mkdir(dir.c_str(), 0755);
+  if (::mkdir(disk.c_str(), 0700) != 0) {
+    *err = "mkdir " + disk + ": " + std::strerror(errno);
+    return false;
+  }
+  const std::string opts = "size=" + std::to_string(mb) + "m,mode=0700";
+  if (::mount("tmpfs", disk.c_str(), "tmpfs", 0, opts.c_str()) != 0) {
+    *err = "mount a tmpfs on " + disk + ": " + std::strerror(errno) + " (root only)";
+    return false;
+  }
+  const std::string filler = disk + "/filler";
+  const int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  const int rc = fd < 0 ? errno : ::posix_fallocate(fd, 0, static_cast<off_t>(mb - 24) << 20);
+  if (fd >= 0) ::close(fd);
+  if (rc != 0) {
+    *err = "filling " + filler + ": " + std::strerror(rc);
+    return false;
+  }
+  return true;
 }
 
 // The round loop over the instances, with the totals for the summary.
@@ -473,6 +512,13 @@ bool Torture::Round(Instance& in, int round) {
     }
     for (auto& w : in.workers) {
       acked += w->acked;
+      // A nearly full store (--full): ENOSPC is an answer, not a failure;
+      // the operation stays in flight and is checked after the kill.
+      if (w->err == ENOSPC && o_.full_mb > 0) {
+        w->err = 0;
+        w->err_while_alive = false;
+        ++t_.enospc;
+      }
       if (w->err != 0 && w->err_while_alive) {
         Failure(std::string(head) + ": " + w->model.root() + ": " + w->what + " while the daemon was running", &in);
         return false;
@@ -566,7 +612,17 @@ int Torture::Run() {
     Instance in;
     in.kind = kind;
     std::string pool = in.kind == "pool" ? "/dev/shm/" + base + ".pool" : "";
-    in.daemon = std::make_unique<Daemon>(o_.bin, scratch_ + "/" + kind, pool, o_.mount_options);
+    const std::string dir = scratch_ + "/" + kind;
+    std::string datadir;
+    if (o_.full_mb > 0) {
+      std::string err;
+      if (!MountFullDisk(dir, o_.full_mb, &err)) {
+        std::fprintf(stderr, "mxfs-torture: --full: %s\n", err.c_str());
+        return 1;
+      }
+      datadir = dir + "/disk/data";
+    }
+    in.daemon = std::make_unique<Daemon>(o_.bin, dir, pool, o_.mount_options, datadir);
     for (int k = 0; k < o_.threads; ++k) {
       in.workers.push_back(std::make_unique<Worker>(k, o_.seed * 1000003ull + k * 7919ull + (pool.empty() ? 1 : 2)));
     }
@@ -597,11 +653,15 @@ int Torture::Run() {
   for (const auto& [k, n] : t_.leftovers) left += (left.empty() ? "" : ", ") + k + " " + std::to_string(n);
   std::printf("mxfs-torture: %d rounds in %.0f s (seed %" PRIu64 "), %" PRIu64
               " operations acknowledged (%s); kills: %s; in flight at a kill and found: %d before, %d after; "
-              "fsck -n crash leftovers: %s; failures: %d\n",
+              "fsck -n crash leftovers: %s; %sfailures: %d\n",
               t_.rounds, secs, o_.seed, t_.acked, ops.c_str(), kills.c_str(), t_.inflight_before, t_.inflight_after,
-              left.empty() ? "none" : left.c_str(), t_.failures);
+              left.empty() ? "none" : left.c_str(),
+              o_.full_mb > 0 ? ("ENOSPC answers " + std::to_string(t_.enospc) + "; ").c_str() : "", t_.failures);
   for (auto& in : instances_) in.daemon->Kill9();
   if (ok) {
+    for (auto& in : instances_) {
+      if (o_.full_mb > 0) ::umount2((scratch_ + "/" + in.kind + "/disk").c_str(), MNT_DETACH);
+    }
     for (auto& in : instances_) in.daemon->RemoveFiles();
     ::rmdir(scratch_.c_str());
     return 0;
