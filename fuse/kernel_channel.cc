@@ -49,6 +49,7 @@ struct LastRequest {
   uint64_t unique = 0;
   uint32_t opcode = 0;
   bool kill_suidgid = false;
+  bool tmpfile = false;  // a FUSE_TMPFILE, handed to libfuse as FUSE_CREATE
 };
 thread_local LastRequest tls_last;
 // The backing id SetOpenBackingId left for this thread's OPEN reply (0: none).
@@ -78,7 +79,7 @@ bool Field(const char* body, size_t body_len, size_t off, T* out) {
 
 }  // namespace
 
-void KernelChannel::Inspect(const char* buf, size_t n) {
+void KernelChannel::Inspect(char* buf, size_t n) {
   tls_last = LastRequest{};
   tls_backing_id = 0;
   fuse_in_header h;
@@ -89,6 +90,14 @@ void KernelChannel::Inspect(const char* buf, size_t n) {
   const size_t body_len = h.len - sizeof(h);
   tls_last.unique = h.unique;
   tls_last.opcode = h.opcode;
+  if (h.opcode == FUSE_TMPFILE) {
+    // Same arguments and reply as FUSE_CREATE (see the header).
+    const uint32_t create = FUSE_CREATE;
+    std::memcpy(buf + offsetof(fuse_in_header, opcode), &create, sizeof(create));
+    tls_last.opcode = FUSE_CREATE;
+    tls_last.tmpfile = true;
+    return;
+  }
   switch (h.opcode) {
     case FUSE_INIT: {
       uint32_t flags = 0, flags2 = 0;
@@ -308,12 +317,14 @@ Status KernelChannel::Install(fuse_session* se, const fuse_custom_io* io) {
 
 void KernelChannel::SetOffer(bool offer_killpriv_v2) { offer_v2_.store(offer_killpriv_v2); }
 
-void KernelChannel::ObserveRequest(const void* buf, size_t n) {
+void KernelChannel::ObserveRequest(void* buf, size_t n) {
   devfuse_requests_.fetch_add(1, std::memory_order_relaxed);
-  Inspect(static_cast<const char*>(buf), n);
+  Inspect(static_cast<char*>(buf), n);
 }
 
-void KernelChannel::ObserveRingRequest(const void* buf, size_t n) { Inspect(static_cast<const char*>(buf), n); }
+void KernelChannel::ObserveRingRequest(void* buf, size_t n) { Inspect(static_cast<char*>(buf), n); }
+
+bool KernelChannel::IsTmpfile() { return tls_last.opcode == FUSE_CREATE && tls_last.tmpfile; }
 
 uint64_t KernelChannel::DevFuseRequests() const { return devfuse_requests_.load(std::memory_order_relaxed); }
 

@@ -60,6 +60,14 @@
 // reply sink (SetThreadReplySink) instead of a write to /dev/fuse; they call
 // ObserveRingRequest so the kill flags above work for ring requests too.
 //
+// O_TMPFILE (FUSE_TMPFILE, protocol 7.37): libfuse 3.14 answers the opcode
+// ENOSYS, which makes the kernel refuse O_TMPFILE with EOPNOTSUPP for the
+// rest of the connection. Its request is a FUSE_CREATE's (fuse_create_in,
+// then the name, "/") and so is its reply (entry, then open), so Inspect
+// turns the opcode into FUSE_CREATE in the buffer libfuse parses next and
+// notes it in the thread_local slot; the create callback asks IsTmpfile()
+// and makes an unnamed inode instead of an entry.
+//
 // Splice stays off (MatrixFs::Init clears the splice capabilities), so all
 // requests and replies go through these two hooks; with clone_fd, libfuse
 // calls them with each worker's cloned fd. libfuse closes the fd once, in
@@ -118,7 +126,7 @@ class KernelChannel {
   // one request read from /dev/fuse (tests call it without a session).
   ssize_t Read(int fd, void* buf, size_t len);
   ssize_t WriteReply(int fd, const struct iovec* iov, int count);
-  void ObserveRequest(const void* buf, size_t n);
+  void ObserveRequest(void* buf, size_t n);
 
   // The requests that can carry the kernel's "kill set-uid/set-gid" flag.
   enum class Op { kWrite, kSetAttr, kOpen };
@@ -128,6 +136,9 @@ class KernelChannel {
   // open(O_TRUNC) only when the caller lacks CAP_FSETID, and on every chown
   // of a non-directory. Per thread (see "State" above).
   static bool KillSuidGid(Op op);
+  // True on the thread running a FUSE_CREATE that the kernel sent as
+  // FUSE_TMPFILE (open(O_TMPFILE)); see the file comment.
+  static bool IsTmpfile();
 
   // True once a successful INIT reply granted FUSE_HANDLE_KILLPRIV_V2.
   bool KillPrivV2Granted() const;
@@ -189,7 +200,7 @@ class KernelChannel {
 
   // ObserveRequest for a request that arrived through the ring (not counted
   // as a /dev/fuse read); DevFuseRequests: requests read from /dev/fuse.
-  void ObserveRingRequest(const void* buf, size_t n);
+  void ObserveRingRequest(void* buf, size_t n);
   uint64_t DevFuseRequests() const;
   // The ring threads' counters (the "transport" line of .matrixfs/stats):
   // requests served through the ring, and entries registered with the
@@ -201,7 +212,7 @@ class KernelChannel {
   int RingEntries() const;
 
  private:
-  void Inspect(const char* buf, size_t n);
+  void Inspect(char* buf, size_t n);
   void SpinUntilReadable(int fd);
   bool WriteInitReply(int fd, const struct iovec* iov, int count, ssize_t* written, bool* was_init);
 

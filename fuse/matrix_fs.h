@@ -360,8 +360,10 @@ class MatrixFs {
   // (EEXIST).
   Status CheckNewEntryName(uint64_t parent, const char* name) const;
   Status CheckNewEntry(const InodeAttr& p, const std::string& dkey);
+  // tmpfile: open(O_TMPFILE) in parent: an inode with no entry, nlink 0
+  // and an orphan key (KernelChannel::IsTmpfile).
   Status MakeNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode, uint64_t rdev,
-                  const std::string& target, bool open, fuse_entry_param* e);
+                  const std::string& target, bool open, fuse_entry_param* e, bool tmpfile = false);
   Status DoRename(fuse_req_t req, uint64_t parent, const std::string& name, uint64_t newparent,
                   const std::string& newname, unsigned flags);
   Status DoRemove(fuse_req_t req, uint64_t parent, const std::string& name, bool dir);

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "fuse/kernel_channel.h"
 #include "fuse/matrix_fs_internal.h"
 
 namespace mxfs {
@@ -192,8 +193,9 @@ Status MatrixFs::CheckNewEntry(const InodeAttr& p, const std::string& dkey) {
 }
 
 Status MatrixFs::MakeNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
-                          uint64_t rdev, const std::string& target, bool open, fuse_entry_param* e) {
-  MXFS_RETURN_IF_ERROR(CheckNewEntryName(parent, name));
+                          uint64_t rdev, const std::string& target, bool open, fuse_entry_param* e,
+                          bool tmpfile) {
+  MXFS_RETURN_IF_ERROR(CheckNewEntryName(parent, name));  // O_TMPFILE: the kernel names it "/"
   if (target.size() > 4095) return Errno(ENAMETOOLONG);
   MXFS_RETURN_IF_ERROR(Admit(kNewEntryBytes + std::strlen(name) + target.size()));
   auto ino = AllocIno();
@@ -205,7 +207,13 @@ Status MatrixFs::MakeNode(fuse_req_t req, uint64_t parent, const char* name, uin
   if (!pr) return pr.error();
   InodeAttr* p = *pr;
   std::string dkey = DentryKey(parent, name);
-  MXFS_RETURN_IF_ERROR(CheckNewEntry(*p, dkey));
+  if (tmpfile) {
+    // An unnamed inode in parent (O_TMPFILE): no entry to collide with.
+    if (!p->IsDir()) return Errno(ENOTDIR);
+    if (p->nlink == 0) return Errno(ENOENT, "directory was removed");
+  } else {
+    MXFS_RETURN_IF_ERROR(CheckNewEntry(*p, dkey));
+  }
   int64_t now = NowNs();
   InodeAttr a;
   a.mode = mode;
@@ -228,10 +236,18 @@ Status MatrixFs::MakeNode(fuse_req_t req, uint64_t parent, const char* name, uin
   if (AclsOn()) {
     MXFS_RETURN_IF_ERROR(NewInodeAcl(req, parent, *ino, &a, &txn.batch));
   }
-  txn.NewAttr(*ino, a);
-  txn.batch.Put(dkey, EncodeDirEntry(DirEntry{*ino, ModeToDirType(mode)}));
-  p->mtime_ns = p->ctime_ns = now;
-  if (S_ISDIR(mode)) p->nlink++;
+  if (tmpfile) {
+    // Linked nowhere and open: an orphan from the start, reclaimed at its
+    // last release (or, after a crash, at mount) unless linkat names it.
+    a.nlink = 0;
+    txn.NewAttr(*ino, a);
+    txn.batch.Put(OrphanKey(*ino), Slice());
+  } else {
+    txn.NewAttr(*ino, a);
+    txn.batch.Put(dkey, EncodeDirEntry(DirEntry{*ino, ModeToDirType(mode)}));
+    p->mtime_ns = p->ctime_ns = now;
+    if (S_ISDIR(mode)) p->nlink++;
+  }
   MXFS_RETURN_IF_ERROR(Commit(&txn));
   inode_count_.fetch_add(1, std::memory_order_relaxed);
   Node& n = NodeFor(*ino);
@@ -275,7 +291,7 @@ void MatrixFs::Symlink(fuse_req_t req, const char* link, fuse_ino_t parent, cons
 void MatrixFs::Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
   Count(kOpCreate);
   fuse_entry_param e;
-  Status s = MakeNode(req, parent, name, S_IFREG | (mode & 07777), 0, "", true, &e);
+  Status s = MakeNode(req, parent, name, S_IFREG | (mode & 07777), 0, "", true, &e, KernelChannel::IsTmpfile());
   if (!s.ok()) return ReplyStatus(req, s);
   fi->fh = (fi->flags & O_ACCMODE) != O_RDONLY ? kWritableFh : 0;
   fi->keep_cache = 1;
@@ -304,11 +320,18 @@ void MatrixFs::Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
       InodeAttr* a = *ar;
       InodeAttr* p = *pr;
       if (a->IsDir()) return Errno(EPERM);
-      if (a->nlink == 0) return Errno(ENOENT);
       if (a->nlink >= 65000) return Errno(EMLINK);
       std::string dkey = DentryKey(newparent, newname);
       MXFS_RETURN_IF_ERROR(CheckNewEntry(*p, dkey));
       int64_t now = NowNs();
+      if (a->nlink == 0) {
+        // Naming an unlinked inode: the kernel allows it only for an
+        // O_TMPFILE opened without O_EXCL (I_LINKABLE); it stops being an
+        // orphan in the same batch.
+        const Node* n = FindNode(ino);
+        if (n == nullptr || n->deleted || n->open_count == 0) return Errno(ENOENT);
+        txn.batch.Delete(OrphanKey(ino));
+      }
       a->nlink++;
       a->ctime_ns = now;
       p->mtime_ns = p->ctime_ns = now;
@@ -380,8 +403,8 @@ void MatrixFs::Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
 
 Status MatrixFs::DoRename(fuse_req_t req, uint64_t parent, const std::string& name,
                           uint64_t newparent, const std::string& newname, unsigned flags) {
-  if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return Errno(EINVAL);
-  if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE)) return Errno(EINVAL);
+  if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) return Errno(EINVAL);
+  if ((flags & RENAME_EXCHANGE) && (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT))) return Errno(EINVAL);
   if (IsVirtual(parent) || IsVirtual(newparent)) return Errno(EPERM);
   if ((parent == kRootIno && name == kMatrixDirName) || (newparent == kRootIno && newname == kMatrixDirName)) {
     return Errno(EPERM);
@@ -389,13 +412,21 @@ Status MatrixFs::DoRename(fuse_req_t req, uint64_t parent, const std::string& na
   if (cfg_.read_only) return Errno(EROFS);
   MXFS_RETURN_IF_ERROR(CheckName(name.c_str()));
   MXFS_RETURN_IF_ERROR(CheckName(newname.c_str()));
+  // RENAME_WHITEOUT (overlayfs on this filesystem): the old name becomes a
+  // whiteout, a character device 0/0, in the rename's batch.
+  uint64_t whiteout = 0;
+  if (flags & RENAME_WHITEOUT) {
+    auto w = AllocIno();
+    if (!w) return w.error();
+    whiteout = *w;
+  }
   for (int attempt = 0; attempt < 100; ++attempt) {
     auto src = LookupEntry(parent, name);
     if (!src) return src.error();
     auto dst = LookupEntry(newparent, newname);
     if (!dst && ToErrno(dst.error()) != ENOENT) return dst.error();
     uint64_t dst_ino = dst ? dst->ino : 0;
-    InodeLocks locks(this, {parent, newparent, src->ino, dst_ino});
+    InodeLocks locks(this, {parent, newparent, src->ino, dst_ino, whiteout});
     auto src2 = LookupEntry(parent, name);
     auto dst2 = LookupEntry(newparent, newname);
     if (!src2 || src2->ino != src->ino) continue;
@@ -486,7 +517,21 @@ Status MatrixFs::DoRename(fuse_req_t req, uint64_t parent, const std::string& na
         }
         MXFS_RETURN_IF_ERROR(DropLink(&txn, dst_ino, d));
       }
-      txn.batch.Delete(DentryKey(parent, name));
+      if (whiteout != 0) {
+        const fuse_ctx* ctx = fuse_req_ctx(req);
+        InodeAttr w;
+        w.mode = S_IFCHR;  // mode 0, device 0/0: the kernel's whiteout
+        w.uid = ctx->uid;
+        w.gid = ctx->gid;
+        w.nlink = 1;
+        w.atime_ns = w.mtime_ns = w.ctime_ns = w.crtime_ns = now;
+        w.generation = generation_;
+        w.parent = parent;
+        txn.NewAttr(whiteout, w);
+        txn.batch.Put(DentryKey(parent, name), EncodeDirEntry(DirEntry{whiteout, ModeToDirType(w.mode)}));
+      } else {
+        txn.batch.Delete(DentryKey(parent, name));
+      }
       txn.batch.Put(DentryKey(newparent, newname), EncodeDirEntry(DirEntry{ino, ModeToDirType(a->mode)}));
       if (a->IsDir() && parent != newparent) {
         pp->nlink--;
@@ -497,7 +542,9 @@ Status MatrixFs::DoRename(fuse_req_t req, uint64_t parent, const std::string& na
     }
     pp->mtime_ns = pp->ctime_ns = now;
     np->mtime_ns = np->ctime_ns = now;
-    return Commit(&txn);
+    MXFS_RETURN_IF_ERROR(Commit(&txn));
+    if (whiteout != 0) inode_count_.fetch_add(1, std::memory_order_relaxed);
+    return Status::OK();
   }
   return Errno(EAGAIN);
 }

@@ -38,7 +38,7 @@ std::string Init(uint64_t unique, uint32_t flags) {
   return mxfs::testing::FuseRequest(FUSE_INIT, unique, in);
 }
 
-void Observe(KernelChannel* ch, const std::string& req) { ch->ObserveRequest(req.data(), req.size()); }
+void Observe(KernelChannel* ch, std::string req) { ch->ObserveRequest(req.data(), req.size()); }
 
 // Writes an INIT-style reply (header + fuse_init_out with flags 0x1) for
 // unique through ch's WriteReply, split over three iovecs, and returns the
@@ -108,7 +108,7 @@ TEST_CASE("KernelChannel: a request's kill flag is seen by its own opcode on the
 
 TEST_CASE("KernelChannel: short or inconsistent requests set no flag and are not read past their end", "[fuse][killpriv]") {
   KernelChannel ch;
-  const std::string full = Write(FUSE_WRITE_KILL_SUIDGID);
+  std::string full = Write(FUSE_WRITE_KILL_SUIDGID);
   // Cut just before the end of write_flags: too short for the field.
   const size_t cut = sizeof(fuse_in_header) + offsetof(fuse_write_in, write_flags) + 3;
   // In a buffer of exactly that size, so that ASan would see an overread.

@@ -2,10 +2,12 @@
 // through a real mount and, where one applies, against tmpfs or ext4 as the
 // oracle: a mount right after umount; the control directory reachable by
 // name only; buffered reads after asynchronous O_DIRECT writes; mount -o
-// remount,ro|rw; fallocate modes and SEEK_DATA/SEEK_HOLE; file handles.
+// remount,ro|rw; fallocate modes and SEEK_DATA/SEEK_HOLE; file handles;
+// O_TMPFILE and RENAME_WHITEOUT.
 #include <linux/falloc.h>
 #include <liburing.h>
 #include <sys/file.h>
+#include <linux/fs.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <sys/time.h>
@@ -605,4 +607,132 @@ TEST_CASE("Mount: file handles open their file after drop_caches and a remount, 
   CHECK(up.st_ino == d.st_ino);
   close(dfd);
   close(mfd);
+}
+
+namespace {
+
+// O_TMPFILE in dir: what each step gives (a value, or -errno), in order.
+std::vector<long long> TmpfileScenario(const std::string& dir) {
+  std::vector<long long> out;
+  auto rc = [](long long r) { return r < 0 ? -static_cast<long long>(errno) : r; };
+  int fd = open(dir.c_str(), O_TMPFILE | O_RDWR, 0640);
+  out.push_back(fd < 0 ? -errno : 0);
+  if (fd < 0) return out;
+  out.push_back(rc(write(fd, "unnamed", 7)));
+  struct stat st;
+  REQUIRE(fstat(fd, &st) == 0);
+  out.push_back(st.st_nlink);
+  out.push_back(st.st_mode);
+  out.push_back(st.st_size);
+  // Named by linkat (the way O_TMPFILE files are published).
+  out.push_back(rc(linkat(fd, "", AT_FDCWD, (dir + "/published").c_str(), AT_EMPTY_PATH)));
+  REQUIRE(fstat(fd, &st) == 0);
+  out.push_back(st.st_nlink);
+  out.push_back(ReadAll(dir + "/published") == "unnamed");
+  out.push_back(rc(linkat(fd, "", AT_FDCWD, (dir + "/published").c_str(), AT_EMPTY_PATH)));  // EEXIST
+  close(fd);
+  // O_EXCL: may never be named.
+  fd = open(dir.c_str(), O_TMPFILE | O_RDWR | O_EXCL, 0600);
+  REQUIRE(fd >= 0);
+  out.push_back(rc(linkat(fd, "", AT_FDCWD, (dir + "/never").c_str(), AT_EMPTY_PATH)));
+  close(fd);
+  // Not named: gone at close. A directory or a read-only open is refused.
+  fd = open(dir.c_str(), O_TMPFILE | O_WRONLY, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, "drop", 4) == 4);
+  close(fd);
+  out.push_back(rc(open((dir + "/published").c_str(), O_TMPFILE | O_RDWR, 0600)));  // ENOTDIR
+  out.push_back(rc(open(dir.c_str(), O_TMPFILE | O_RDONLY, 0600)));                 // EINVAL
+  return out;
+}
+
+// RENAME_WHITEOUT in dir: the old name's type, mode and device, the new
+// name's content, then renameat2's result for the refused flag mixes.
+std::vector<long long> WhiteoutScenario(const std::string& dir) {
+  std::vector<long long> out;
+  REQUIRE(WriteAll(dir + "/a", "moved"));
+  out.push_back(renameat2(AT_FDCWD, (dir + "/a").c_str(), AT_FDCWD, (dir + "/b").c_str(), RENAME_WHITEOUT) == 0
+                    ? 0 : -errno);
+  struct stat st;
+  REQUIRE(lstat((dir + "/a").c_str(), &st) == 0);
+  out.push_back(st.st_mode);
+  out.push_back(static_cast<long long>(st.st_rdev));
+  out.push_back(st.st_nlink);
+  out.push_back(ReadAll(dir + "/b") == "moved");
+  // Over an existing name: it is replaced, the old name still whited out.
+  REQUIRE(WriteAll(dir + "/c", "again"));
+  out.push_back(renameat2(AT_FDCWD, (dir + "/c").c_str(), AT_FDCWD, (dir + "/b").c_str(), RENAME_WHITEOUT) == 0
+                    ? 0 : -errno);
+  REQUIRE(lstat((dir + "/c").c_str(), &st) == 0);
+  out.push_back(st.st_mode);
+  out.push_back(ReadAll(dir + "/b") == "again");
+  out.push_back(renameat2(AT_FDCWD, (dir + "/b").c_str(), AT_FDCWD, (dir + "/a").c_str(),
+                          RENAME_WHITEOUT | RENAME_EXCHANGE) == 0 ? 0 : -errno);
+  // A whiteout is removed like any name.
+  out.push_back(unlink((dir + "/c").c_str()) == 0 ? 0 : -errno);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Mount: O_TMPFILE makes an unnamed file that linkat publishes, as on ext4", "[fuse][mount]") {
+  MountFixture m;
+  const std::string ext4 = m.root() + "/ext4";
+  REQUIRE(mkdir(ext4.c_str(), 0755) == 0);
+  const auto want = TmpfileScenario(ext4);
+  REQUIRE(want.front() == 0);
+  CHECK(TmpfileScenario(m.mnt()) == want);
+  const uint64_t inodes = StatsLine(m, "inodes")["inodes"];
+  // A crash with an unnamed file open: the mount after it reclaims it.
+  int fd = open(m.mnt().c_str(), O_TMPFILE | O_RDWR, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, "lost", 4) == 4);
+  REQUIRE(fsync(fd) == 0);
+  m.Kill9();
+  close(fd);
+  m.Start();
+  REQUIRE(ReadAll(m.P("published")) == "unnamed");
+  auto stats = ReadAll(m.P(".matrixfs/stats"));
+  CHECK(stats.find("orphans_reclaimed_at_mount 1") != std::string::npos);
+  CHECK(StatsLine(m, "inodes")["inodes"] == inodes);
+  REQUIRE(m.Stop() == 0);
+  auto [rc, out] = RunShell(mxfs_test::BinDir() + "/fsck.matrixfs -n " + m.datadir());
+  INFO(out);
+  CHECK(rc == 0);
+}
+
+TEST_CASE("Mount: RENAME_WHITEOUT leaves a whiteout as on ext4, and overlayfs can use the mount as its upper layer",
+          "[fuse][mount]") {
+  MountFixture m;
+  const std::string ext4 = m.root() + "/ext4";
+  REQUIRE(mkdir(ext4.c_str(), 0755) == 0);
+  const auto want = WhiteoutScenario(ext4);
+  REQUIRE(want.front() == 0);
+  CHECK(WhiteoutScenario(m.mnt()) == want);
+  // overlayfs: lower on ext4, upper and work on MatrixFS; removing and
+  // renaming lower files needs whiteouts in the upper layer.
+  const std::string lower = m.root() + "/lower", ovl = m.root() + "/ovl";
+  REQUIRE(mkdir(lower.c_str(), 0755) == 0);
+  REQUIRE(mkdir(ovl.c_str(), 0755) == 0);
+  REQUIRE(mkdir(m.P("upper").c_str(), 0755) == 0);
+  REQUIRE(mkdir(m.P("work").c_str(), 0755) == 0);
+  REQUIRE(WriteAll(lower + "/keep", "k"));
+  REQUIRE(WriteAll(lower + "/remove", "r"));
+  REQUIRE(WriteAll(lower + "/move", "m"));
+  const std::string opts = "lowerdir=" + lower + ",upperdir=" + m.P("upper") + ",workdir=" + m.P("work");
+  if (mount("overlay", ovl.c_str(), "overlay", 0, opts.c_str()) != 0) {
+    WARN("overlayfs not available here (" << strerror(errno) << "): whiteouts checked without it");
+    return;
+  }
+  CHECK(unlink((ovl + "/remove").c_str()) == 0);
+  CHECK(rename((ovl + "/move").c_str(), (ovl + "/moved").c_str()) == 0);
+  CHECK(access((ovl + "/remove").c_str(), F_OK) != 0);
+  CHECK(access((ovl + "/move").c_str(), F_OK) != 0);
+  CHECK(ReadAll(ovl + "/moved") == "m");
+  CHECK(ReadAll(ovl + "/keep") == "k");
+  REQUIRE(umount2(ovl.c_str(), 0) == 0);
+  struct stat st;
+  REQUIRE(lstat(m.P("upper/remove").c_str(), &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  CHECK(st.st_rdev == 0);
 }
