@@ -33,9 +33,9 @@ std::string SeekKey(const Slice& user_key) {
 
 }  // namespace
 
-BackgroundShare ColumnShareFor(uint64_t free_pages, uint64_t total_pages, bool full) {
+BackgroundShare ColumnShareFor(uint64_t free_pages, uint64_t total_pages, bool full, bool many_rows) {
   if (full || total_pages == 0) return BackgroundShare::kHigh;
-  if (free_pages * 10 >= total_pages * 6) return BackgroundShare::kIdle;
+  if (free_pages * 10 >= total_pages * 6) return many_rows ? BackgroundShare::kNormal : BackgroundShare::kIdle;
   if (free_pages * 4 >= total_pages) return BackgroundShare::kNormal;
   return BackgroundShare::kHigh;
 }
@@ -48,8 +48,15 @@ void ColumnCompactor::EnterThread() const {
 void ColumnCompactor::LeaveThread() const { share_.Leave(); }
 
 void ColumnCompactor::UpdateShare() {
-  const PageAllocator& a = nvm_->container()->allocator();
-  share_.Set(ColumnShareFor(a.free_pages(), a.num_pages(), nvm_->container_full.load()));
+  MatrixContainer* mc = nvm_->container();
+  const PageAllocator& a = mc->allocator();
+  const uint32_t max_rows = ctx_->options.container_max_receiver_rows;
+  bool many_rows = false;
+  if (max_rows > 0) {
+    const auto v = mc->Current();
+    many_rows = v->rows().size() >= max_rows;
+  }
+  share_.Set(ColumnShareFor(a.free_pages(), a.num_pages(), nvm_->container_full.load(), many_rows));
 }
 
 bool ColumnCompactor::HasWork() const { return !nvm_->container()->CompactorEmpty(); }

@@ -4,7 +4,7 @@
 //
 // Its share of the machine follows the container's fill (ColumnShareFor):
 // idle (SCHED_IDLE, idle I/O class) only while most of the container is
-// free, normal in between, high (nice -10) when little is left or a flush
+// free and it holds few rows, normal in between, high (nice -10) when little is left or a flush
 // waits for room. On a busy machine an idle or even a normal compactor
 // gets too little CPU beside CPU-bound processes; the container then fills
 // and every writer stalls (issue 16: fill rate -55% beside two compilers).
@@ -62,8 +62,11 @@ struct DbContext;
 
 // The share column compaction gets with free_pages of total_pages free in
 // the container (full: a flush waits for room): idle from 60% free, normal
-// from 25%, high below.
-BackgroundShare ColumnShareFor(uint64_t free_pages, uint64_t total_pages, bool full);
+// from 25%, high below. many_rows (the container holds at least
+// Options.container_max_receiver_rows rows): never idle, since every read
+// pays for every row and an idle compactor on a busy machine never drains
+// them.
+BackgroundShare ColumnShareFor(uint64_t free_pages, uint64_t total_pages, bool full, bool many_rows);
 
 class ColumnCompactor final : public Level0Compactor {
  public:

@@ -17,15 +17,18 @@ namespace mxfs {
 namespace {
 
 TEST_CASE("ColumnShareFor: idle only while most of the container is free, high when little is left") {
-  CHECK(ColumnShareFor(1000, 1000, false) == BackgroundShare::kIdle);
-  CHECK(ColumnShareFor(600, 1000, false) == BackgroundShare::kIdle);
-  CHECK(ColumnShareFor(599, 1000, false) == BackgroundShare::kNormal);
-  CHECK(ColumnShareFor(250, 1000, false) == BackgroundShare::kNormal);
-  CHECK(ColumnShareFor(249, 1000, false) == BackgroundShare::kHigh);
-  CHECK(ColumnShareFor(0, 1000, false) == BackgroundShare::kHigh);
+  CHECK(ColumnShareFor(1000, 1000, false, false) == BackgroundShare::kIdle);
+  CHECK(ColumnShareFor(600, 1000, false, false) == BackgroundShare::kIdle);
+  CHECK(ColumnShareFor(599, 1000, false, false) == BackgroundShare::kNormal);
+  CHECK(ColumnShareFor(250, 1000, false, false) == BackgroundShare::kNormal);
+  CHECK(ColumnShareFor(249, 1000, false, false) == BackgroundShare::kHigh);
+  CHECK(ColumnShareFor(0, 1000, false, false) == BackgroundShare::kHigh);
   // A flush waiting for room: high whatever the page count says (the free
   // pages may be too scattered for the row).
-  CHECK(ColumnShareFor(900, 1000, true) == BackgroundShare::kHigh);
+  CHECK(ColumnShareFor(900, 1000, true, false) == BackgroundShare::kHigh);
+  // Rows waiting to drain (reads pay for each): never idle.
+  CHECK(ColumnShareFor(1000, 1000, false, true) == BackgroundShare::kNormal);
+  CHECK(ColumnShareFor(100, 1000, false, true) == BackgroundShare::kHigh);
 }
 
 // The calling thread's policy and nice value.
