@@ -311,6 +311,7 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       last_switch_us_ = NowMicros();
       mem_ = std::make_shared<MemTable>(ctx_.icmp);
       mem_->set_log_number(number);
+      PublishReadView();
       force = false;
       bg_cv_.notify_all();
       // Everything in the old log was written by earlier groups (only the
@@ -338,26 +339,29 @@ void DBImpl::RecordBackgroundError(const Status& s, const char* where) {
 // ---- reads -----------------------------------------------------------------
 
 Status DBImpl::Get(const ReadOptions& options, const Slice& key, std::string* value) {
-  std::shared_ptr<MemTable> mem;
-  std::vector<std::shared_ptr<MemTable>> imms;
-  std::shared_ptr<Version> v;
-  SequenceNumber seq;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    if (closed_ || !opened_) return Status::InvalidArgument("database " + ctx_.dbname + " is closed");
-    seq = options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
-    mem = mem_;
-    imms.assign(imms_.begin(), imms_.end());
-    v = versions_->current().shared();
-  }
+  // The view first, then the sequence (PublishReadView says why).
+  const std::shared_ptr<const ReadView> view = read_view_.load(std::memory_order_acquire);
+  if (!view) return Status::InvalidArgument("database " + ctx_.dbname + " is closed");
+  const SequenceNumber seq =
+      options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
   stats_.gets.fetch_add(1, std::memory_order_relaxed);
   LookupKey lkey(key, seq);
   Status s;
-  if (mem->Get(lkey, value, &s)) return s;
-  for (auto it = imms.rbegin(); it != imms.rend(); ++it) {
-    if ((*it)->Get(lkey, value, &s)) return s;
+  if (view->mem && view->mem->Get(lkey, value, &s)) return s;
+  for (const auto& imm : view->imms) {
+    if (imm->Get(lkey, value, &s)) return s;
   }
-  return v->Get(options, lkey, value);
+  return view->version->Get(options, lkey, value);
+}
+
+void DBImpl::PublishReadView() {
+  MXFS_ASSERT_HELD(mu_);
+  if (!opened_ || closed_) return;
+  auto view = std::make_shared<ReadView>();
+  view->mem = mem_;
+  view->imms.assign(imms_.rbegin(), imms_.rend());
+  view->version = versions_->current().shared();
+  read_view_.store(std::move(view), std::memory_order_release);
 }
 
 std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
@@ -454,6 +458,7 @@ Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
   MXFS_KILL_POINT("kvcore.flush.after_manifest");
   level0_->FlushDone(NowMicros() - start);  // waits for room included: the pace for writers
   imms_.pop_front();
+  PublishReadView();
   stats_.flushes++;
   stats_.flush_bytes += r.bytes_written;
   stats_.nvm_flush_bytes += r.nvm_bytes;
@@ -758,6 +763,7 @@ Status DBImpl::Close() {
   closing_ = true;
   bg_cv_.wait(l, [this] { return writers_.empty(); });
   closed_ = true;
+  read_view_.store(nullptr, std::memory_order_release);  // Get says "closed" from now on
   shutting_down_ = true;
   if (nvm_) nvm_->stopping = true;
   bg_cv_.notify_all();

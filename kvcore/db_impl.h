@@ -19,6 +19,13 @@
 // Files: db_impl.cc (writes, reads, background threads, control), db_open.cc
 // (open, recovery, the lock against a second open), db_stats.cc (properties).
 //
+// Reads: Get takes no mutex. What it reads (the active and immutable
+// memtables and the current Version) is one immutable ReadView, replaced
+// under mu_ whenever one of them changes (PublishReadView) and loaded
+// atomically, then the last sequence (see PublishReadView). Before, every
+// Get took mu_ and copied the memtable list, and queued behind writers,
+// flushes and column picks holding it (readwhilewriting, issue 16).
+//
 // Lock order: DBImpl::mu_ before TableCache/BlockCache internal mutexes.
 // mu_ is never held across file I/O: LogAndApply, table building, WAL
 // appends, log creation and obsolete-file deletion all release it. Methods
@@ -98,6 +105,22 @@ class DBImpl final : public DB, private CompactionHost {
   void FlushThreadMain();
   void CompactThreadMain();
   Status FlushOldestMemTable(std::unique_lock<std::mutex>& l);
+  // Replaces read_view_ with mem_, imms_ and the current Version (mu_ held;
+  // a no-op until Open has finished). Called after every change of any of
+  // them. Get loads the view, then the last sequence, as RocksDB's
+  // SuperVersion does:
+  // - A write acknowledged before the Get went into a memtable whose view
+  //   was published before the write, so the Get's view holds that
+  //   memtable or a later view holding its data.
+  // - Writes into memtables newer than the view carry sequences above every
+  //   entry of the view, so a sequence beyond the view only reads the view
+  //   as it is.
+  // - The view's tables were written by compactions that dropped only
+  //   entries shadowed at a sequence no later than the one loaded after
+  //   it. (The other order is wrong: a view newer than the sequence may
+  //   lack an entry visible at it, dropped by a compaction since; the test
+  //   "a Get sees every write acknowledged before it" caught that.)
+  void PublishReadView();
   Status BackgroundCompaction(std::unique_lock<std::mutex>& l);
   // Runs lc's compactions (the thread of an L0 with its own compactor).
   void Level0CompactThreadMain(Level0Compactor* lc);
@@ -152,6 +175,15 @@ class DBImpl final : public DB, private CompactionHost {
   // its inputs busy waits for the other kind's counter to move.
   uint64_t leveled_done_ = 0, l0_done_ = 0;
   uint64_t leveled_blocked_at_ = UINT64_MAX, l0_blocked_at_ = UINT64_MAX;
+
+  // What Get reads, without mu_ (see PublishReadView); nullptr while the
+  // DB is not open.
+  struct ReadView {
+    std::shared_ptr<MemTable> mem;
+    std::vector<std::shared_ptr<MemTable>> imms;  // newest first
+    std::shared_ptr<Version> version;
+  };
+  std::atomic<std::shared_ptr<const ReadView>> read_view_;
 
   DbStats stats_;  // mu_ (gets: atomic)
   uint64_t last_switch_us_ = 0;  // when the active memtable was switched in (mu_)

@@ -51,6 +51,8 @@ Status DBImpl::Open() {
     return s;
   }
   opened_ = true;
+  versions_->SetOnNewVersion([this] { PublishReadView(); });
+  PublishReadView();
   if (ctx_.options.read_only) return Status::OK();  // no background work, no file removed
   flush_thread_ = std::thread([this] { FlushThreadMain(); });
   compact_thread_ = std::thread([this] { CompactThreadMain(); });

@@ -280,6 +280,7 @@ void VersionSet::AppendVersion(std::shared_ptr<Version> v) {
   v->level0_pin_ = level0_->Pin();
   live_versions_.push_back(v);
   current_ = std::move(v);
+  if (on_new_version_) on_new_version_();
 }
 
 void VersionSet::ReinstallCurrent() {

@@ -22,6 +22,8 @@
 #include <condition_variable>
 #include <map>
 #include <cstdint>
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -175,8 +177,12 @@ class VersionSet {
   void MarkFileNumberUsed(uint64_t n) {
     if (next_file_number_ <= n) next_file_number_ = n + 1;
   }
-  SequenceNumber LastSequence() const { return last_sequence_; }
-  void SetLastSequence(SequenceNumber s) { last_sequence_ = s; }
+  // Atomic, so that Get reads it without the DB mutex (release/acquire:
+  // see DBImpl::PublishReadView).
+  SequenceNumber LastSequence() const { return last_sequence_.load(std::memory_order_acquire); }
+  void SetLastSequence(SequenceNumber s) { last_sequence_.store(s, std::memory_order_release); }
+  // Called (DB mutex held) after every Version installed from then on.
+  void SetOnNewVersion(std::function<void()> f) { on_new_version_ = std::move(f); }
   uint64_t LogNumber() const { return log_number_; }
   uint64_t ManifestFileNumber() const { return manifest_file_number_; }
   Level0* level0() const { return level0_; }
@@ -230,7 +236,8 @@ class VersionSet {
   const int num_levels_;
   uint64_t next_file_number_ = 2;
   uint64_t manifest_file_number_ = 0;
-  SequenceNumber last_sequence_ = 0;
+  std::atomic<SequenceNumber> last_sequence_{0};
+  std::function<void()> on_new_version_;
   uint64_t log_number_ = 0;
   std::string level0_state_;
 
