@@ -365,23 +365,19 @@ void DBImpl::PublishReadView() {
 }
 
 std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
+  // As Get: the view, then the sequence; no mutex. Memtable iterators hold
+  // their memtable, the cleanup below the Version.
+  const std::shared_ptr<const ReadView> view = read_view_.load(std::memory_order_acquire);
+  if (!view) return NewEmptyIterator(Status::InvalidArgument("database " + ctx_.dbname + " is closed"));
+  const SequenceNumber seq =
+      options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
   std::vector<std::unique_ptr<Iterator>> iters;
-  std::shared_ptr<Version> v;
-  SequenceNumber seq;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    if (closed_ || !opened_) {
-      return NewEmptyIterator(Status::InvalidArgument("database " + ctx_.dbname + " is closed"));
-    }
-    seq = options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
-    iters.push_back(mem_->NewIterator());
-    for (auto it = imms_.rbegin(); it != imms_.rend(); ++it) iters.push_back((*it)->NewIterator());
-    v = versions_->current().shared();
-  }
-  v->AddIterators(options, &iters);
+  if (view->mem) iters.push_back(view->mem->NewIterator());
+  for (const auto& imm : view->imms) iters.push_back(imm->NewIterator());
+  view->version->AddIterators(options, &iters);
   auto merged = NewMergingIterator(&ctx_.icmp, std::move(iters));
   auto db_iter = NewDBIterator(ctx_.icmp.user_comparator(), blob_store_.get(), std::move(merged), seq);
-  db_iter->RegisterCleanup([v] {});
+  db_iter->RegisterCleanup([view] {});
   return db_iter;
 }
 

@@ -19,12 +19,13 @@
 // Files: db_impl.cc (writes, reads, background threads, control), db_open.cc
 // (open, recovery, the lock against a second open), db_stats.cc (properties).
 //
-// Reads: Get takes no mutex. What it reads (the active and immutable
-// memtables and the current Version) is one immutable ReadView, replaced
-// under mu_ whenever one of them changes (PublishReadView) and loaded
-// atomically, then the last sequence (see PublishReadView). Before, every
-// Get took mu_ and copied the memtable list, and queued behind writers,
-// flushes and column picks holding it (readwhilewriting, issue 16).
+// Reads: Get and NewIterator take no mutex. What they read (the active
+// and immutable memtables and the current Version) is one immutable
+// ReadView, replaced under mu_ whenever one of them changes
+// (PublishReadView) and loaded atomically, then the last sequence (see
+// PublishReadView). Before, every read took mu_ and copied the memtable
+// list, and queued behind writers, flushes and column picks holding it
+// (readwhilewriting, issue 16).
 //
 // Lock order: DBImpl::mu_ before TableCache/BlockCache internal mutexes.
 // mu_ is never held across file I/O: LogAndApply, table building, WAL
@@ -176,8 +177,8 @@ class DBImpl final : public DB, private CompactionHost {
   uint64_t leveled_done_ = 0, l0_done_ = 0;
   uint64_t leveled_blocked_at_ = UINT64_MAX, l0_blocked_at_ = UINT64_MAX;
 
-  // What Get reads, without mu_ (see PublishReadView); nullptr while the
-  // DB is not open.
+  // What Get and NewIterator read, without mu_ (see PublishReadView);
+  // nullptr while the DB is not open.
   struct ReadView {
     std::shared_ptr<MemTable> mem;
     std::vector<std::shared_ptr<MemTable>> imms;  // newest first
