@@ -10,6 +10,7 @@
 #include <memory>
 #include <utility>
 
+#include "base/kill_point.h"
 #include "base/logging.h"
 #include "fuse/kernel_channel.h"
 #include "fuse/matrix_fs_internal.h"
@@ -370,6 +371,9 @@ void MatrixFs::Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
           if (had_object && a->size > old_size) (*o)->Truncate(old_size).IgnoreError();
           return as;
         }
+        // The object is allocated (and maybe longer), the inode not yet
+        // committed: the next mount takes the object's size over.
+        MXFS_KILL_POINT("fuse.fallocate.after_object");
       }
       if (a->size != old_size) a->mtime_ns = now;
       a->ctime_ns = now;
@@ -384,6 +388,9 @@ void MatrixFs::Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
           auto o = ObjectFor(ino, false);
           if (!o) return o.error();
           MXFS_RETURN_IF_ERROR((*o)->Allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, zend - off));
+          // Punch or zero range: the object's range is a hole (and it may
+          // have grown), the inode not yet committed.
+          MXFS_KILL_POINT("fuse.hole.after_object");
         }
       }
       a->mtime_ns = a->ctime_ns = now;

@@ -3,7 +3,7 @@
 // oracle: a mount right after umount; the control directory reachable by
 // name only; buffered reads after asynchronous O_DIRECT writes; mount -o
 // remount,ro|rw; fallocate modes and SEEK_DATA/SEEK_HOLE; file handles;
-// O_TMPFILE and RENAME_WHITEOUT.
+// O_TMPFILE and RENAME_WHITEOUT; crashes inside a fallocate.
 #include <linux/falloc.h>
 #include <liburing.h>
 #include <sys/file.h>
@@ -13,6 +13,7 @@
 #include <sys/time.h>
 #include <sys/xattr.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -735,4 +736,37 @@ TEST_CASE("Mount: RENAME_WHITEOUT leaves a whiteout as on ext4, and overlayfs ca
   REQUIRE(lstat(m.P("upper/remove").c_str(), &st) == 0);
   CHECK(S_ISCHR(st.st_mode));
   CHECK(st.st_rdev == 0);
+}
+
+TEST_CASE("Crash: a daemon killed inside a fallocate of a large file comes back with it before or after", "[fuse][crash]") {
+  for (const char* point : {"fuse.fallocate.after_object", "fuse.hole.after_object"}) {
+    INFO(point);
+    MountFixture m;
+    const std::string before(200 << 10, 'b');
+    REQUIRE(WriteAll(m.P("big"), before));
+    REQUIRE(m.Stop() == 0);
+    setenv("MXFS_KILL_AT", point, 1);
+    m.Start();
+    unsetenv("MXFS_KILL_AT");
+    const bool zero = std::string(point) == "fuse.hole.after_object";
+    int fd = open(m.P("big").c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    // Grows the file to 300 KiB; ZERO_RANGE also zeroes from 100 KiB on.
+    const int rc = fallocate(fd, zero ? FALLOC_FL_ZERO_RANGE : 0, zero ? 100 << 10 : 200 << 10, zero ? 200 << 10 : 100 << 10);
+    CHECK(rc != 0);  // the daemon died at the kill point
+    close(fd);
+    int status = m.Signal(0);  // reap it
+    CHECK(WIFSIGNALED(status));
+    umount2(m.mnt().c_str(), MNT_DETACH);
+    m.Start();
+    std::string after = before;
+    if (zero) std::fill(after.begin() + (100 << 10), after.end(), '\0');
+    after.resize(300 << 10, '\0');
+    const std::string found = ReadAll(m.P("big"));
+    CHECK((found == before || found == after));
+    REQUIRE(m.Stop() == 0);
+    auto [frc, out] = RunShell(mxfs_test::BinDir() + "/fsck.matrixfs -n " + m.datadir());
+    INFO(out);
+    CHECK(frc == 0);
+  }
 }

@@ -1,7 +1,9 @@
 #include "tools/torture/fs_model.h"
 
 #include <dirent.h>
+#include <stdio.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -81,7 +83,9 @@ bool Plausible(const std::string& old_data, const std::string& new_data, const s
   return true;
 }
 
-const char* TypeName(char t) { return t == 'f' ? "file" : t == 'd' ? "directory" : t == 'l' ? "symlink" : "other"; }
+const char* TypeName(char t) {
+  return t == 'f' ? "file" : t == 'd' ? "directory" : t == 'l' ? "symlink" : t == 'w' ? "whiteout" : "other";
+}
 
 int Fail(std::string* what, const std::string& call, const std::string& path) {
   int e = errno;
@@ -109,7 +113,8 @@ bool WriteFull(int fd, const std::string& data, uint64_t off, bool append) {
 const char* OpName(OpKind k) {
   static const char* const kNames[] = {"create",  "write",    "append", "truncate", "fallocate", "punch",
                                        "fsync",   "mkdir",    "rmdir",  "rename",   "link",      "unlink",
-                                       "symlink", "setxattr", "removexattr", "chmod"};
+                                       "symlink", "setxattr", "removexattr", "chmod", "zerorange", "tmpfile",
+                                       "whiteout"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(OpKind::kCount));
   return kNames[static_cast<size_t>(k)];
 }
@@ -130,7 +135,11 @@ std::string Op::ToString() const {
       break;
     case OpKind::kFallocate:
     case OpKind::kPunch:
-      s += " (" + std::to_string(len) + " bytes at " + std::to_string(off) + ")";
+    case OpKind::kZeroRange:
+      s += " (" + std::to_string(len) + " bytes at " + std::to_string(off) + (mode ? ", keep size" : "") + ")";
+      break;
+    case OpKind::kTmpfile:
+      s += " (" + std::to_string(data.size()) + " bytes)";
       break;
     case OpKind::kSymlink:
       s += " (target " + data + ")";
@@ -177,7 +186,7 @@ Op FsModel::RandomOp(std::mt19937_64& rng, uint32_t inline_limit) {
       nondirs.push_back(p);
     }
     if (t == 'f') files.push_back(p);
-    if (t != 'l') xattr_targets.push_back(p);
+    if (t == 'f' || t == 'd') xattr_targets.push_back(p);
   }
   auto pick = [&](const std::vector<std::string>& v) -> const std::string& { return v[rng() % v.size()]; };
   const uint64_t cap = 3ull * inline_limit;
@@ -186,7 +195,7 @@ Op FsModel::RandomOp(std::mt19937_64& rng, uint32_t inline_limit) {
   };
   const bool crowded = names_.size() > 60;
   // Weights per OpKind, in enum order.
-  const int weights[] = {12, 14, 6, 6, 3, 4, 3, 5, 3, 10, 4, crowded ? 30 : 8, 4, 6, 3, 3};
+  const int weights[] = {12, 14, 6, 6, 3, 4, 3, 5, 3, 10, 4, crowded ? 30 : 8, 4, 6, 3, 3, 3, 3, 3};
   static_assert(sizeof(weights) / sizeof(weights[0]) == static_cast<size_t>(OpKind::kCount));
   int total = 0;
   for (int w : weights) total += w;
@@ -246,7 +255,37 @@ Op FsModel::RandomOp(std::mt19937_64& rng, uint32_t inline_limit) {
           op.off = Uniform(rng, 0, size + 8192);
           op.len = Uniform(rng, 1, 16384);
           if (op.off + op.len > cap) continue;
+          op.mode = rng() % 3 == 0 ? 1 : 0;  // KEEP_SIZE
         }
+        return op;
+      }
+      case OpKind::kZeroRange: {
+        if (files.empty()) continue;
+        op.a = pick(files);
+        op.fsync = false;
+        uint64_t size = inodes_.at(names_.at(op.a)).data.size();
+        op.off = Uniform(rng, 0, size + 4096);
+        op.len = Uniform(rng, 1, rng() % 4 == 0 ? 2ull * inline_limit : 20000);
+        if (op.off + op.len > cap) continue;
+        op.mode = rng() % 2;  // KEEP_SIZE
+        return op;
+      }
+      case OpKind::kTmpfile:
+        if (crowded) continue;
+        op.a = NewName(pick(dirs));
+        op.mode = rng() % 2 ? 0644 : 0600;
+        op.data = RandomBytes(rng, rng() % 5 == 0 ? 0 : data_len());
+        return op;
+      case OpKind::kWhiteout: {
+        // As kRename, onto a new name or over a non-directory.
+        op.fsync = false;
+        if (nondirs.empty() || crowded) continue;
+        op.a = pick(nondirs);
+        std::vector<std::string> targets;
+        for (const auto& t : nondirs) {
+          if (t != op.a && names_.at(t) != names_.at(op.a)) targets.push_back(t);
+        }
+        op.b = !targets.empty() && rng() % 2 == 0 ? pick(targets) : NewName(pick(dirs));
         return op;
       }
       case OpKind::kFsync:
@@ -356,10 +395,12 @@ void FsModel::Apply(const Op& op) {
   switch (op.kind) {
     case OpKind::kMkdir:
     case OpKind::kCreate:
+    case OpKind::kTmpfile:
     case OpKind::kSymlink: {
       ModelInode n;
-      n.type = op.kind == OpKind::kMkdir ? 'd' : op.kind == OpKind::kCreate ? 'f' : 'l';
-      n.mode = op.kind == OpKind::kMkdir ? 0755 : op.kind == OpKind::kCreate ? op.mode : 0777;
+      const bool file = op.kind == OpKind::kCreate || op.kind == OpKind::kTmpfile;
+      n.type = op.kind == OpKind::kMkdir ? 'd' : file ? 'f' : 'l';
+      n.mode = op.kind == OpKind::kMkdir ? 0755 : file ? op.mode : 0777;
       n.data = op.data;
       uint64_t ino = next_ino_++;
       inodes_[ino] = std::move(n);
@@ -380,7 +421,14 @@ void FsModel::Apply(const Op& op) {
       break;
     case OpKind::kFallocate: {
       std::string& d = inodes_.at(names_.at(op.a)).data;
-      if (d.size() < op.off + op.len) d.resize(op.off + op.len, '\0');
+      if (op.mode == 0 && d.size() < op.off + op.len) d.resize(op.off + op.len, '\0');
+      break;
+    }
+    case OpKind::kZeroRange: {
+      std::string& d = inodes_.at(names_.at(op.a)).data;
+      uint64_t end = std::min<uint64_t>(d.size(), op.off + op.len);
+      if (op.off < end) std::fill(d.data() + op.off, d.data() + end, '\0');
+      if (op.mode == 0 && d.size() < op.off + op.len) d.resize(op.off + op.len, '\0');
       break;
     }
     case OpKind::kPunch: {
@@ -395,6 +443,7 @@ void FsModel::Apply(const Op& op) {
     case OpKind::kUnlink:
       DropName(op.a);
       break;
+    case OpKind::kWhiteout:
     case OpKind::kRename: {
       DropName(op.b);
       std::vector<std::pair<std::string, uint64_t>> moved;
@@ -407,6 +456,14 @@ void FsModel::Apply(const Op& op) {
         }
       }
       for (auto& [p, i] : moved) names_[p] = i;
+      if (op.kind == OpKind::kWhiteout) {
+        ModelInode w;
+        w.type = 'w';
+        w.mode = 0;
+        uint64_t ino = next_ino_++;
+        inodes_[ino] = std::move(w);
+        names_[op.a] = ino;
+      }
       break;
     }
     case OpKind::kLink:
@@ -433,7 +490,9 @@ uint64_t FsModel::DataInode(const Op& op) const {
     case OpKind::kAppend:
     case OpKind::kTruncate:
     case OpKind::kFallocate:
-    case OpKind::kPunch: {
+    case OpKind::kPunch:
+    case OpKind::kZeroRange:
+    case OpKind::kTmpfile: {
       auto it = names_.find(op.a);
       return it == names_.end() ? 0 : it->second;
     }
@@ -471,14 +530,33 @@ int Execute(const std::string& mnt, const Op& op, std::string* what) {
       return ::truncate(a.c_str(), static_cast<off_t>(op.len)) == 0 ? 0 : Fail(what, "truncate", a);
     case OpKind::kFallocate:
     case OpKind::kPunch:
+    case OpKind::kZeroRange:
       return with_fd(O_WRONLY, [&](int fd) {
-        int mode = op.kind == OpKind::kPunch ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE : 0;
+        int mode = op.kind == OpKind::kPunch       ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+                   : op.kind == OpKind::kZeroRange ? FALLOC_FL_ZERO_RANGE
+                                                   : 0;
+        if (op.kind != OpKind::kPunch && op.mode != 0) mode |= FALLOC_FL_KEEP_SIZE;
         return ::fallocate(fd, mode, static_cast<off_t>(op.off), static_cast<off_t>(op.len)) == 0
                    ? 0
                    : Fail(what, "fallocate", a);
       });
     case OpKind::kFsync:
       return with_fd(O_WRONLY, [](int) { return 0; });
+    case OpKind::kTmpfile: {
+      // Written unnamed, then published by linkat; acknowledged at close.
+      const std::string dir = a.substr(0, a.rfind('/'));
+      int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY, op.mode);
+      if (fd < 0) return Fail(what, "open O_TMPFILE", dir);
+      int e = WriteFull(fd, op.data, 0, false) ? 0 : Fail(what, "pwrite O_TMPFILE", dir);
+      if (e == 0 && ::linkat(fd, "", AT_FDCWD, a.c_str(), AT_EMPTY_PATH) != 0) e = Fail(what, "linkat", a);
+      if (e == 0 && op.fsync && ::fsync(fd) != 0) e = Fail(what, "fsync", a);
+      if (::close(fd) != 0 && e == 0) e = Fail(what, "close", a);
+      return e;
+    }
+    case OpKind::kWhiteout:
+      return ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_WHITEOUT) == 0
+                 ? 0
+                 : Fail(what, "renameat2 RENAME_WHITEOUT", a + " -> " + b);
     case OpKind::kMkdir:
       return ::mkdir(a.c_str(), 0755) == 0 ? 0 : Fail(what, "mkdir", a);
     case OpKind::kRmdir:
@@ -546,6 +624,8 @@ bool SnapOne(const std::string& mnt, const std::string& rel, Snapshot* out, std:
     }
   } else if (S_ISDIR(st.st_mode)) {
     e.type = 'd';
+  } else if (S_ISCHR(st.st_mode) && st.st_rdev == 0) {
+    e.type = 'w';
   } else if (S_ISLNK(st.st_mode)) {
     e.type = 'l';
     e.mode = 0777;
@@ -646,7 +726,7 @@ bool Compare(const FsModel& model, const Snapshot& snap, uint64_t mixed_ino, con
         *why = p + ": " + w;
         return false;
       }
-    } else if (m.type != 'd' && r.data != m.data) {
+    } else if (m.type != 'd' && m.type != 'w' && r.data != m.data) {
       *why = p + (m.type == 'l' ? ": symlink target " : ": content ") + DescribeDiff(m.data, r.data);
       return false;
     }

@@ -34,7 +34,7 @@ enum class OpKind : uint8_t {
   kWrite,        // open + pwrite(data at off) + [fsync] + close
   kAppend,       // open(O_APPEND) + write(data) + [fsync] + close
   kTruncate,     // truncate(a, len)
-  kFallocate,    // open + fallocate(0, off, len) + close
+  kFallocate,    // open + fallocate(0 [KEEP_SIZE if mode], off, len) + close
   kPunch,        // open + fallocate(PUNCH_HOLE|KEEP_SIZE, off, len) + close
   kFsync,        // open + fsync + close (no change)
   kMkdir,        // mkdir(a, 0755)
@@ -46,6 +46,9 @@ enum class OpKind : uint8_t {
   kSetXattr,     // setxattr(a, xname, data)
   kRemoveXattr,  // removexattr(a, xname)
   kChmod,        // chmod(a, mode)
+  kZeroRange,    // open + fallocate(ZERO_RANGE [|KEEP_SIZE if mode], off, len) + close
+  kTmpfile,      // open(dir of a, O_TMPFILE) + pwrite(data) + linkat(a) + [fsync] + close
+  kWhiteout,     // renameat2(a, b, RENAME_WHITEOUT): b as in kRename, a a whiteout
   kCount,
 };
 const char* OpName(OpKind k);
@@ -62,7 +65,7 @@ struct Op {
 };
 
 struct ModelInode {
-  char type = 'f';   // 'f' file, 'd' directory, 'l' symlink
+  char type = 'f';   // 'f' file, 'd' directory, 'l' symlink, 'w' whiteout (char device 0/0)
   std::string data;  // file content or symlink target
   std::map<std::string, std::string> xattrs;
   uint32_t mode = 0644;  // permission bits (not for symlinks)

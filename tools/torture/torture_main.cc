@@ -13,16 +13,18 @@
 // Workload: --threads workers, each owning the subtree wK of the mount,
 // draw random operations from their model (tools/torture/fs_model.h):
 // creates, writes at random offsets (small inline files and large ones
-// crossing the inline limit), appends, truncates, fallocate and punch,
-// fsync, mkdir/rmdir, rename (new names, replacing files and empty
-// directories, moving directories), link/unlink, symlink, set/removexattr,
-// chmod.
+// crossing the inline limit), appends, truncates, fallocate (plain and
+// KEEP_SIZE), punch and zero range, fsync, mkdir/rmdir, rename (new names,
+// replacing files and empty directories, moving directories), rename with
+// RENAME_WHITEOUT, link/unlink, symlink, O_TMPFILE named by linkat,
+// set/removexattr, chmod.
 //
 // Acknowledgement rule. The daemon mounts with the kernel's writeback cache,
 // so a write() that returned may still sit in the page cache: the kernel
 // acknowledged it, the filesystem did not. An operation is acknowledged when
 // the last syscall of it returned success: for data (create with content,
-// write, append, fallocate, punch, fsync) that is close() of the descriptor
+// write, append, fallocate, punch, zero range, O_TMPFILE, fsync) that is
+// close() of the descriptor
 // (close sends FUSE flush after the kernel wrote its dirty pages back) or a
 // successful fsync() before it; for metadata (mkdir, rmdir, rename, link,
 // unlink, symlink, truncate, setxattr, removexattr, chmod) the syscall itself.
@@ -35,7 +37,7 @@
 // Kills, chosen per round: SIGKILL at a random moment of the workload;
 // SIGKILL a few milliseconds after writing "flush" or "compact" to
 // .matrixfs/control (so it lands in a memtable flush or column compaction);
-// or MXFS_KILL_AT=<kill point> (nvm/kill_point.h) with flush/compact
+// or MXFS_KILL_AT=<kill point> (base/kill_point.h) with flush/compact
 // commands driving the daemon into it — it may also die there during
 // recovery or while being checked. A kill point not reached within the
 // round ends with a plain SIGKILL.
@@ -98,11 +100,13 @@ const char* const kPoolKillPoints[] = {
     "kvcore.column.mid_merge", "kvcore.column.before_manifest", "kvcore.column.after_manifest",
     "kvcore.column.after_free", "kvcore.blob.mid_file",     "kvcore.blob.after_sync",
     "kvcore.blob.gc_before_manifest", "kvcore.blob.gc_after_manifest",
+    "fuse.fallocate.after_object", "fuse.hole.after_object",
 };
 const char* const kSsdKillPoints[] = {"kvcore.flush.before_manifest",      "kvcore.flush.after_manifest",
                                       "kvcore.compaction.before_manifest", "kvcore.compaction.after_manifest",
                                       "kvcore.blob.mid_file",              "kvcore.blob.after_sync",
-                                      "kvcore.blob.gc_before_manifest",    "kvcore.blob.gc_after_manifest"};
+                                      "kvcore.blob.gc_before_manifest",    "kvcore.blob.gc_after_manifest",
+                                      "fuse.fallocate.after_object",       "fuse.hole.after_object"};
 
 std::atomic<bool> g_interrupted{false};
 void OnSignal(int) { g_interrupted = true; }

@@ -1,4 +1,4 @@
-#include "nvm/kill_point.h"
+#include "base/kill_point.h"
 
 #include <signal.h>
 
