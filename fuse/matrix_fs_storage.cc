@@ -304,6 +304,10 @@ int32_t MatrixFs::PassthroughOpen(uint64_t ino, const InodeAttr& a) {
       a.storage != Storage::kObject || n->open_count != 1) {
     return 0;  // not a large file, or normal opens are there: the normal path
   }
+  // The data directory is full: the kernel's writes into the object would
+  // pass the space guard by and use up its reserve, so the open takes the
+  // normal path, where a write gets ENOSPC (fuse/space_guard.h).
+  if (space_.Full()) return 0;
   auto obj = ObjectFor(ino, false);
   if (!obj) {
     MXFS_LOG_WARN("inode %" PRIu64 ": no object for passthrough (%s); normal path", ino, obj.error().ToString().c_str());

@@ -124,6 +124,17 @@ TEST_CASE("ENOSPC: write(2) gets ENOSPC when the data directory fills; what it a
   struct statvfs sv;
   REQUIRE(statvfs(m.mnt().c_str(), &sv) == 0);
   CHECK(static_cast<uint64_t>(sv.f_bavail) * sv.f_frsize < (4u << 20));
+  // An existing large file opened while full: write(2) is refused too (under
+  // the writeback cache through the GETATTR it asks; with -o passthrough
+  // the open takes the daemon's path instead of the kernel's).
+  {
+    int fd = open(m.P("dd.bin").c_str(), O_WRONLY | O_APPEND);
+    REQUIRE(fd >= 0);
+    const std::string more(64 << 10, 'm');
+    CHECK(write(fd, more.data(), more.size()) == -1);
+    CHECK(errno == ENOSPC);
+    CHECK(close(fd) == 0);
+  }
   const std::string dd_before = ReadAll(m.P("dd.bin"));
   const std::string acked_before = ReadAll(m.P("acked.bin"));
   CHECK(acked_before.size() == acked);
