@@ -93,23 +93,30 @@ namespace {
 
 constexpr uint32_t kReadAheadKb = 1024;  // = conn->max_readahead
 
-// The "major:minor" of the FUSE mount at mountpoint (the last one listed, as
-// that is the one on top), from /proc/self/mountinfo, whose fields are
-// "id parent major:minor root mountpoint options ... - fstype source ...",
-// with blanks and backslashes in paths escaped as octal "\ooo".
-std::string MountDevice(const std::string& mountpoint) {
+// The FUSE mount at mountpoint (the last one listed, as that is the one on
+// top), from /proc/self/mountinfo, whose fields are "id parent major:minor
+// root mountpoint options ... - fstype source ...", with blanks and
+// backslashes in paths escaped as octal "\ooo": its "major:minor" (empty
+// when there is none) and whether the kernel holds it read-only (mount -o
+// remount,ro: matrixfs(8), "REMOUNT").
+struct MountState {
+  std::string dev;
+  bool read_only = false;
+};
+MountState FindMount(const std::string& mountpoint) {
   std::ifstream in("/proc/self/mountinfo");
-  std::string line, found;
+  std::string line;
+  MountState found;
   while (std::getline(in, line)) {
     std::vector<std::string> f;
     size_t p = 0;
-    while (f.size() < 5 && p <= line.size()) {
+    while (f.size() < 6 && p <= line.size()) {
       size_t e = line.find(' ', p);
       if (e == std::string::npos) e = line.size();
       f.push_back(line.substr(p, e - p));
       p = e + 1;
     }
-    if (f.size() < 5) continue;
+    if (f.size() < 6) continue;
     std::string mp;
     for (size_t i = 0; i < f[4].size(); ++i) {
       if (f[4][i] == '\\' && i + 3 < f[4].size()) {
@@ -120,10 +127,15 @@ std::string MountDevice(const std::string& mountpoint) {
       }
     }
     size_t dash = line.find(" - ");
-    if (mp == mountpoint && dash != std::string::npos && line.compare(dash + 3, 4, "fuse") == 0) found = f[2];
+    if (mp == mountpoint && dash != std::string::npos && line.compare(dash + 3, 4, "fuse") == 0) {
+      found.dev = f[2];
+      found.read_only = f[5] == "ro" || f[5].rfind("ro,", 0) == 0;
+    }
   }
   return found;
 }
+
+std::string MountDevice(const std::string& mountpoint) { return FindMount(mountpoint).dev; }
 
 // Writes value to a sysfs file; "" or the error text.
 std::string WriteSysfs(const std::string& path, const std::string& value) {
@@ -258,8 +270,13 @@ std::string MatrixFs::VirtualContent(uint64_t ino) {
       const size_t start = bg + kBgKey.size();
       bg_error = out.substr(start, out.find('\n', start) - start);
     }
+    const bool remounted_ro = !cfg_.read_only && !cfg_.mountpoint.empty() && FindMount(cfg_.mountpoint).read_only;
     out += std::string("state: ") +
-           (bg_error != "none" ? "read-only" : cfg_.read_only ? "read-only (mounted ro)" : "read-write") + "\n";
+           (bg_error != "none"  ? "read-only"
+            : cfg_.read_only    ? "read-only (mounted ro)"
+            : remounted_ro      ? "read-only (remounted ro)"
+                                : "read-write") +
+           "\n";
     out += "background_error: " + bg_error + "\n";
     out += "ops";
     for (int k = 0; k < kNumOps; ++k) {

@@ -305,7 +305,7 @@ TEST_CASE("Mount: remount,ro and remount,rw change the running mount; ro refuses
   REQUIRE(want == std::vector<int>(want.size(), EROFS));
   REQUIRE(ChangesOn(m.mnt()) == want);
   REQUIRE(ReadAll(m.P("f")) == "before dirty");
-  REQUIRE(ReadAll(m.P(".matrixfs/stats")).find("MatrixFS") != std::string::npos);
+  REQUIRE(ReadAll(m.P(".matrixfs/stats")).find("state: read-only (remounted ro)") != std::string::npos);
 
   // Unknown options are refused; daemon options are kept, with a note.
   auto [rc3, out3] = RunShell(bin + " " + m.datadir() + " " + m.mnt() + " -o remount,rw,bogus");
@@ -319,6 +319,7 @@ TEST_CASE("Mount: remount,ro and remount,rw change the running mount; ro refuses
   REQUIRE(MountOptions(m.mnt()).rfind("rw,", 0) == 0);
   REQUIRE(WriteAll(m.P("f2"), "after"));
   REQUIRE(mkdir(m.P("d").c_str(), 0755) == 0);
+  REQUIRE(ReadAll(m.P(".matrixfs/stats")).find("state: read-write") != std::string::npos);
   REQUIRE(kill(m.pid(), 0) == 0);  // the same daemon serves on
 
   // Not a MatrixFS mount point: refused, naming it.
