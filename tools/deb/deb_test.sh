@@ -62,9 +62,14 @@ listing() { find /usr /etc /var/lib/dpkg/info -xdev 2>/dev/null | grep -E 'matri
 # The pid of the daemon serving $data, by its executable and arguments.
 daemon_pid() {
   local p a
+  # The daemon's command line is "matrixfs [-o OPTS] [--] DATA MNT": look
+  # for DATA among its arguments rather than at a fixed place.
   for p in /proc/[0-9]*; do
-    mapfile -d '' -n 3 a 2>/dev/null <"$p/cmdline" || continue
-    [ "${#a[@]}" -eq 3 ] && [ "${a[1]}" = "$data" ] && [ "${a[0]##*/}" = matrixfs ] && { echo "${p#/proc/}"; return; }
+    mapfile -d '' a 2>/dev/null <"$p/cmdline" || continue
+    [ "${#a[@]}" -ge 3 ] && [ "${a[0]##*/}" = matrixfs ] || continue
+    for x in "${a[@]:1}"; do
+      [ "$x" = "$data" ] && { echo "${p#/proc/}"; return; }
+    done
   done
 }
 wait_daemon_exit() {
