@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# fs_churn_mem.sh: the daemon's memory under filesystem churn (issue 16).
+# Mounts a fresh MatrixFS with a pool, then for DURATION seconds unpacks a
+# tarball of /usr/include into it and removes it again (tar xf; sync; rm
+# -rf; sync), and samples the daemon's VmRSS and RssAnon (/proc/PID/status)
+# every 5 s.
+#
+# Usage: tools/bench/fs_churn_mem.sh [--build DIR] [--duration S] [--work DIR] [--out DIR]
+#   --build     build directory holding bin/matrixfs (build)
+#   --duration  seconds of churn (600)
+#   --work      scratch directory for the data directory and the mount
+#               (/tmp/fs_churn_mem); the pool goes to /dev/shm
+#   --out       where mem.csv (t_s,round,rss_mb,anon_mb) and rounds.csv
+#               (round,tar_s,rm_s,at_s) go (the work directory)
+# Prints one line per round. Needs root (mount). Run it under
+# `flock /tmp/bench.lock` beside other benchmarks.
+set -euo pipefail
+build=build duration=600 work=/tmp/fs_churn_mem out=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --duration) duration=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "fs_churn_mem.sh: unknown argument '$1' (see the header for usage)" >&2; exit 2 ;;
+  esac
+done
+out=${out:-$work}
+[ -x "$build/bin/matrixfs" ] || { echo "fs_churn_mem.sh: $build/bin/matrixfs not found (make first)" >&2; exit 2; }
+rm -rf "$work/data" "$work/mnt"
+mkdir -p "$work/data" "$work/mnt" "$out"
+pool=/dev/shm/fs_churn_mem.$$.pool
+tar -C /usr -cf "$work/inc.tar" include
+"$build/bin/matrixfs" -f "$work/data" "$work/mnt" -o format,pool="$pool" >"$work/daemon.log" 2>&1 &
+pid=$!
+cleanup() {
+  umount "$work/mnt" 2>/dev/null || umount -l "$work/mnt" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  [ -n "${sampler:-}" ] && kill "$sampler" 2>/dev/null || true
+  rm -f "$pool"
+}
+trap cleanup EXIT
+for _ in $(seq 1 300); do mountpoint -q "$work/mnt" && break; kill -0 "$pid" || break; sleep 0.1; done
+mountpoint -q "$work/mnt" || { echo "fs_churn_mem.sh: the daemon did not mount; its log:" >&2; cat "$work/daemon.log" >&2; exit 1; }
+echo "t_s,round,rss_mb,anon_mb" >"$out/mem.csv"
+echo "round,tar_s,rm_s,at_s" >"$out/rounds.csv"
+t0=$(date +%s)
+echo 0 >"$work/round"
+(while kill -0 "$pid" 2>/dev/null; do
+   awk -v t=$(($(date +%s) - t0)) -v r="$(cat "$work/round")" \
+     '/^VmRSS/ {rss = $2 / 1024} /^RssAnon/ {anon = $2 / 1024} END {printf "%d,%s,%.1f,%.1f\n", t, r, rss, anon}' \
+     "/proc/$pid/status" >>"$out/mem.csv" 2>/dev/null || true
+   sleep 5
+ done) &
+sampler=$!
+r=0
+now() { date +%s.%N; }
+while [ $(($(date +%s) - t0)) -lt "$duration" ]; do
+  r=$((r + 1))
+  echo "$r" >"$work/round"
+  s=$(now); tar -C "$work/mnt" -xf "$work/inc.tar"; sync; m=$(now)
+  rm -rf "$work/mnt/include"; sync; e=$(now)
+  line=$(awk -v r=$r -v s="$s" -v m="$m" -v e="$e" -v a=$(($(date +%s) - t0)) \
+    'BEGIN {printf "%d,%.3f,%.3f,%d", r, m - s, e - m, a}')
+  echo "$line" >>"$out/rounds.csv"
+  echo "round $line (round,tar_s,rm_s,at_s)"
+done
+echo "fs_churn_mem.sh: $r rounds in $duration s; $out/mem.csv, $out/rounds.csv"
