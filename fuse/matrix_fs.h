@@ -271,6 +271,15 @@ class MatrixFs {
     // case the range invalidation after that write came late
     // (fuse/page_cache_inval.h).
     bool direct_written = false;
+    // Page-cache traffic: cache_gen counts the requests that put pages in
+    // the kernel's cache (a READ or WRITE without O_DIRECT, a write-back);
+    // clean_gen is its value when a whole-file invalidation after a direct
+    // write last finished. Equal: the kernel caches nothing of the inode
+    // (a new Node starts so: the kernel's inode is new too), and a direct
+    // write needs no invalidation -- a file used only with O_DIRECT pays
+    // nothing (DirectWritten).
+    uint64_t cache_gen = 0;
+    uint64_t clean_gen = 0;
   };
   // A stripe's mutex is a plain std::mutex: AssertHeld asks glibc which
   // thread holds it (base/lock_check.h), in every build.
@@ -372,10 +381,13 @@ class MatrixFs {
   // set-id bits go in the operation's own batch (see KilledSetIdBits).
   Status DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, int to_set, bool kill_suidgid,
                    InodeAttr* out);
-  // After a committed O_DIRECT write of [off, off + size): pages of that
-  // range the kernel cached meanwhile are dropped before the reply
-  // (fuse/page_cache_inval.h).
+  // After a committed O_DIRECT write of [off, off + size): pages the kernel
+  // may have cached meanwhile are dropped before the reply
+  // (fuse/page_cache_inval.h; the whole file, and nothing when Node's
+  // cache_gen says nothing is cached).
   void DirectWritten(uint64_t ino, uint64_t off, size_t size);
+  // A request that puts pages of ino in the kernel's cache (Node::cache_gen).
+  void CacheTraffic(uint64_t ino);
   // writeback: the WRITE carries cached pages (fi->writepage); it keeps c/mtime.
   Status DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t size, uint64_t off, bool kill_suidgid,
                  bool writeback);

@@ -91,6 +91,9 @@ void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void MatrixFs::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   Count(kOpRead);
+  // A READ without O_DIRECT fills the kernel's page cache (also an mmap's
+  // fault: one of an O_DIRECT descriptor's mappings is not told apart).
+  if (!IsVirtual(ino) && (fi == nullptr || (fi->flags & O_DIRECT) == 0)) CacheTraffic(ino);
   if (IsVirtual(ino)) {
     DirHandle* h = GetHandle(fi->fh);
     if (h == nullptr) return (void)fuse_reply_err(req, EBADF);
@@ -221,20 +224,39 @@ void MatrixFs::Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t siz
   bytes_written_.fetch_add(size, std::memory_order_relaxed);
   // A direct write, in every mode: a buffered write is FUSE_WRITE_CACHE
   // (writeback cache) or written through pages the kernel keeps current.
-  if (fi != nullptr && !fi->writepage && (fi->flags & O_DIRECT) != 0) DirectWritten(ino, off, size);
+  if (fi != nullptr && !fi->writepage && (fi->flags & O_DIRECT) != 0) {
+    DirectWritten(ino, off, size);
+  } else {
+    CacheTraffic(ino);
+  }
   fuse_reply_write(req, size);
 }
 
-void MatrixFs::DirectWritten(uint64_t ino, uint64_t off, size_t size) {
+void MatrixFs::CacheTraffic(uint64_t ino) {
+  InodeLocks locks(this, {ino});
+  if (Node* n = FindNode(ino)) n->cache_gen++;
+}
+
+void MatrixFs::DirectWritten(uint64_t ino, uint64_t, size_t) {
+  uint64_t gen = 0;
   {
     InodeLocks locks(this, {ino});
-    if (Node* n = FindNode(ino)) n->direct_written = true;
+    Node* n = FindNode(ino);
+    if (n == nullptr || n->cache_gen == n->clean_gen) return;  // nothing cached
+    n->direct_written = true;
+    gen = n->cache_gen;
   }
-  // Long enough for the kernel to drop the pages however busy the machine
-  // is, short enough that a worker is not held long if the kernel waits for
-  // a READ no worker is free to serve (fuse/page_cache_inval.h).
+  // The whole file, not only the range written: once that is done with no
+  // page-cache traffic meanwhile, the kernel caches nothing of the inode and
+  // the next direct writes need nothing (Node::cache_gen). Long enough for
+  // the kernel to drop the pages however busy the machine is, short enough
+  // that a worker is not held long if the kernel waits for a READ no worker
+  // is free to serve (fuse/page_cache_inval.h).
   constexpr std::chrono::milliseconds kWait{200};
-  if (inval_) inval_->Invalidate(ino, static_cast<int64_t>(off), static_cast<int64_t>(size), kWait);
+  if (!inval_ || !inval_->Invalidate(ino, 0, 0, kWait)) return;
+  InodeLocks locks(this, {ino});
+  Node* n = FindNode(ino);
+  if (n != nullptr && n->cache_gen == gen) n->clean_gen = gen;
 }
 
 // Every WRITE was committed before its reply, and the kernel sends FLUSH
