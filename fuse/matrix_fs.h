@@ -331,6 +331,7 @@ class MatrixFs {
   Result<DirEntry> LookupEntry(uint64_t parent, const std::string& name);
   // LOOKUP of "." or ".." (dotdot) in ino: decoding a file handle.
   void LookupDot(fuse_req_t req, uint64_t ino, bool dotdot);
+  void ReplyVirtualEntry(fuse_req_t req, uint64_t ino);
   Status Commit(Txn* txn);
   Status DeleteInodeKeys(uint64_t ino, WriteBatch* batch);
   void RemoveObject(uint64_t ino);

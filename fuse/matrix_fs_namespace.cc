@@ -27,24 +27,12 @@ void MatrixFs::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     return LookupDot(req, parent, name[1] == '.');
   }
   if (parent == kRootIno && std::strcmp(name, kMatrixDirName) == 0) {
-    std::memset(&e, 0, sizeof(e));
-    e.ino = kVirtDir;
-    e.generation = 1;
-    VirtualStat(kVirtDir, &e.attr);
-    e.attr_timeout = e.entry_timeout = 1.0;
-    fuse_reply_entry(req, &e);
-    return;
+    return ReplyVirtualEntry(req, kVirtDir);
   }
   if (IsVirtual(parent)) {
     for (size_t i = 0; i < kNumVirtualFiles; ++i) {
       if (std::strcmp(name, kVirtualFiles[i].name) == 0) {
-        std::memset(&e, 0, sizeof(e));
-        e.ino = kVirtDir + 1 + i;
-        e.generation = 1;
-        VirtualStat(e.ino, &e.attr);
-        e.attr_timeout = e.entry_timeout = 1.0;
-        fuse_reply_entry(req, &e);
-        return;
+        return ReplyVirtualEntry(req, kVirtDir + 1 + i);
       }
     }
     fuse_reply_err(req, ENOENT);
@@ -93,18 +81,24 @@ void MatrixFs::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
 // to reach its parent. An inode that is gone is ENOENT, which the kernel
 // turns into ESTALE; inode numbers are never reused, so a handle never
 // finds another file.
+// The entry of a file of the control directory (or of the directory itself):
+// generation 1 always, attributes from VirtualStat, cached for a second.
+void MatrixFs::ReplyVirtualEntry(fuse_req_t req, uint64_t ino) {
+  fuse_entry_param e;
+  std::memset(&e, 0, sizeof(e));
+  e.ino = ino;
+  e.generation = 1;
+  VirtualStat(ino, &e.attr);
+  e.attr_timeout = e.entry_timeout = 1.0;
+  fuse_reply_entry(req, &e);
+}
+
 void MatrixFs::LookupDot(fuse_req_t req, uint64_t ino, bool dotdot) {
   fuse_entry_param e;
   if (IsVirtual(ino)) {
     if (dotdot && ino == kVirtDir) return Lookup(req, kRootIno, ".");
     if (dotdot) return Lookup(req, kVirtDir, ".");
-    std::memset(&e, 0, sizeof(e));
-    e.ino = ino;
-    e.generation = 1;
-    VirtualStat(ino, &e.attr);
-    e.attr_timeout = e.entry_timeout = 1.0;
-    fuse_reply_entry(req, &e);
-    return;
+    return ReplyVirtualEntry(req, ino);
   }
   uint64_t target = ino;
   if (dotdot) {
