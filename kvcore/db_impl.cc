@@ -340,7 +340,7 @@ void DBImpl::RecordBackgroundError(const Status& s, const char* where) {
 
 Status DBImpl::Get(const ReadOptions& options, const Slice& key, std::string* value) {
   // The view first, then the sequence (PublishReadView says why).
-  const std::shared_ptr<const ReadView> view = read_view_.load(std::memory_order_acquire);
+  const std::shared_ptr<const ReadView> view = read_view_.Load();
   if (!view) return Status::InvalidArgument("database " + ctx_.dbname + " is closed");
   const SequenceNumber seq =
       options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
@@ -361,13 +361,13 @@ void DBImpl::PublishReadView() {
   view->mem = mem_;
   view->imms.assign(imms_.rbegin(), imms_.rend());
   view->version = versions_->current().shared();
-  read_view_.store(std::move(view), std::memory_order_release);
+  read_view_.Store(std::move(view));
 }
 
 std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
-  // As Get: the view, then the sequence; no mutex. Memtable iterators hold
+  // As Get: the view, then the sequence; never mu_. Memtable iterators hold
   // their memtable, the cleanup below the Version.
-  const std::shared_ptr<const ReadView> view = read_view_.load(std::memory_order_acquire);
+  const std::shared_ptr<const ReadView> view = read_view_.Load();
   if (!view) return NewEmptyIterator(Status::InvalidArgument("database " + ctx_.dbname + " is closed"));
   const SequenceNumber seq =
       options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
@@ -759,7 +759,7 @@ Status DBImpl::Close() {
   closing_ = true;
   bg_cv_.wait(l, [this] { return writers_.empty(); });
   closed_ = true;
-  read_view_.store(nullptr, std::memory_order_release);  // Get says "closed" from now on
+  read_view_.Store(nullptr);  // Get says "closed" from now on
   shutting_down_ = true;
   if (nvm_) nvm_->stopping = true;
   bg_cv_.notify_all();

@@ -19,10 +19,11 @@
 // Files: db_impl.cc (writes, reads, background threads, control), db_open.cc
 // (open, recovery, the lock against a second open), db_stats.cc (properties).
 //
-// Reads: Get and NewIterator take no mutex. What they read (the active
+// Reads: Get and NewIterator never take mu_. What they read (the active
 // and immutable memtables and the current Version) is one immutable
 // ReadView, replaced under mu_ whenever one of them changes
-// (PublishReadView) and loaded atomically, then the last sequence (see
+// (PublishReadView) and copied under its own small mutex held only for the
+// pointer copy (PublishedView), then the last sequence (see
 // PublishReadView). Before, every read took mu_ and copied the memtable
 // list, and queued behind writers, flushes and column picks holding it
 // (readwhilewriting, issue 16).
@@ -184,7 +185,32 @@ class DBImpl final : public DB, private CompactionHost {
     std::vector<std::shared_ptr<MemTable>> imms;  // newest first
     std::shared_ptr<Version> version;
   };
-  std::atomic<std::shared_ptr<const ReadView>> read_view_;
+  // The published ReadView behind a mutex of its own, held only to copy or
+  // swap the pointer (never mu_). Not std::atomic<std::shared_ptr>: in
+  // libstdc++ 12 that is a spin lock whose load() unlocks with relaxed order,
+  // so the reader's copy is not ordered before the next store's write by the
+  // memory model (only x86's locked instructions order it); ThreadSanitizer
+  // reports it as a race (google/sanitizers#1558). A mutex costs the same
+  // uncontended and is ordered on every machine.
+  class PublishedView {
+   public:
+    std::shared_ptr<const ReadView> Load() const {
+      std::lock_guard<std::mutex> l(mu_);
+      return view_;
+    }
+    void Store(std::shared_ptr<const ReadView> view) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        view_.swap(view);
+      }
+      // The old view (now in view) is released here, outside the lock.
+    }
+
+   private:
+    mutable std::mutex mu_;
+    std::shared_ptr<const ReadView> view_;
+  };
+  PublishedView read_view_;
 
   DbStats stats_;  // mu_ (gets: atomic)
   uint64_t last_switch_us_ = 0;  // when the active memtable was switched in (mu_)
