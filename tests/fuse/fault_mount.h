@@ -8,12 +8,35 @@
 // Thread-safety: a fixture belongs to one test thread.
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <memory>
 #include <string>
 
 #include "tests/fuse/mount_fixture.h"
 
 namespace mxfs_test {
+
+// errno of the first failing call among pwrite + fsync + close (0: none
+// failed): how a fault or a full disk shows to a program that saves a file.
+inline int WriteSyncClose(const std::string& path, const std::string& data, off_t off, int flags = O_WRONLY) {
+  int fd = open(path.c_str(), flags | O_CREAT, 0644);
+  if (fd < 0) return errno;
+  int err = 0;
+  if (pwrite(fd, data.data(), data.size(), off) != static_cast<ssize_t>(data.size())) err = errno;
+  if (err == 0 && fsync(fd) != 0) err = errno;
+  if (close(fd) != 0 && err == 0) err = errno;
+  return err;
+}
+
+// n bytes of a pattern that differs per seed and per 4 KiB page.
+inline std::string Pattern(size_t n, char seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i++) s[i] = static_cast<char>(seed + (i * 7 + i / 4096) % 23);
+  return s;
+}
 
 // Sets an environment variable for the daemons started while it lives.
 class ScopedEnv {

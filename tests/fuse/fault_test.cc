@@ -14,30 +14,15 @@
 
 using mxfs_test::BinDir;
 using mxfs_test::FaultMount;
+using mxfs_test::Pattern;
 using mxfs_test::MountFixture;
 using mxfs_test::ScopedEnv;
 using mxfs_test::PoolPath;
 using mxfs_test::ReadAll;
 using mxfs_test::WriteAll;
+using mxfs_test::WriteSyncClose;
 
 namespace {
-
-// errno of the first failing call among write + fsync + close (0: none failed).
-int WriteSyncClose(const std::string& path, const std::string& data, off_t off, int flags = O_WRONLY) {
-  int fd = open(path.c_str(), flags | O_CREAT, 0644);
-  if (fd < 0) return errno;
-  int err = 0;
-  if (pwrite(fd, data.data(), data.size(), off) != static_cast<ssize_t>(data.size())) err = errno;
-  if (err == 0 && fsync(fd) != 0) err = errno;
-  if (close(fd) != 0 && err == 0) err = errno;
-  return err;
-}
-
-std::string Pattern(size_t n, char seed) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i++) s[i] = static_cast<char>(seed + (i * 7 + i / 4096) % 23);
-  return s;
-}
 
 int ErrnoOf(int rc) { return rc == 0 ? 0 : errno; }
 

@@ -17,9 +17,11 @@
 #include "tests/fuse/mount_fixture.h"
 
 using mxfs_test::FaultMount;
+using mxfs_test::Pattern;
 using mxfs_test::ReadAll;
 using mxfs_test::ScopedEnv;
 using mxfs_test::WriteAll;
+using mxfs_test::WriteSyncClose;
 
 namespace {
 
@@ -33,23 +35,6 @@ std::vector<std::string> Objects(FaultMount& f) {
   }
   closedir(d);
   return out;
-}
-
-std::string Pattern(size_t n, char seed) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i++) s[i] = static_cast<char>(seed + (i * 7 + i / 4096) % 23);
-  return s;
-}
-
-// errno of the first failing call among pwrite + fsync + close (0: none).
-int WriteSyncClose(const std::string& path, const std::string& data, off_t off) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT, 0644);
-  if (fd < 0) return errno;
-  int err = 0;
-  if (pwrite(fd, data.data(), data.size(), off) != static_cast<ssize_t>(data.size())) err = errno;
-  if (err == 0 && fsync(fd) != 0) err = errno;
-  if (close(fd) != 0 && err == 0) err = errno;
-  return err;
 }
 
 }  // namespace
