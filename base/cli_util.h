@@ -56,6 +56,39 @@ class Cli {
 
   [[noreturn]] void UnknownOption(const std::string& arg) const { Fail("unknown option " + arg); }
 
+  // For programs whose every argument is --name=value (the benchmarks, as
+  // db_bench has it): calls on_flag(name, value) for each, name without its
+  // "--"; anything else is refused by name. on_flag returns false for a
+  // name it does not know (refused as an unknown option).
+  template <typename OnFlag>
+  void ForEachFlag(int argc, char** argv, OnFlag on_flag) const {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      const size_t eq = a.find('=');
+      if (!IsOption(a.c_str())) Fail("unexpected argument \"" + a + "\": every argument is a --flag=value");
+      if (a.rfind("--", 0) != 0 || eq == std::string::npos) Fail(a + ": every argument is a --flag=value");
+      if (!on_flag(a.substr(2, eq - 2), a.substr(eq + 1))) UnknownOption(a.substr(0, eq));
+    }
+  }
+
+  // The value of --name as an integer of at least min, or Fail naming both.
+  long long IntFlag(const std::string& name, const std::string& v, long long min) const {
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || errno != 0 || n < min)
+      Fail("--" + name + ": expected an integer >= " + std::to_string(min) + ", got '" + v + "'");
+    return n;
+  }
+
+  // The value of --name as a number, or Fail naming both.
+  double RealFlag(const std::string& name, const std::string& v) const {
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0') Fail("--" + name + ": expected a number, got '" + v + "'");
+    return d;
+  }
+
   // True when arg is an option: starts with '-' and is not "-" itself.
   static bool IsOption(const char* arg) { return arg[0] == '-' && arg[1] != '\0'; }
 

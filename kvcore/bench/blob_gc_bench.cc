@@ -68,22 +68,9 @@ const mxfs::Cli kCli("blob-gc-bench",
 Flags ParseFlags(int argc, char** argv) {
   kCli.HelpIfAsked(argc, argv);
   Flags f;
-  for (int i = 1; i < argc; i++) {
-    const std::string a = argv[i];
-    const size_t eq = a.find('=');
-    if (!mxfs::Cli::IsOption(a.c_str())) kCli.Fail("unexpected argument \"" + a + "\": every argument is a --flag=value");
-    if (a.rfind("--", 0) != 0 || eq == std::string::npos) kCli.Fail(a + ": every argument is a --flag=value");
-    const std::string name = a.substr(2, eq - 2), v = a.substr(eq + 1);
-    auto num = [&](int64_t* dst) {
-      char* end = nullptr;
-      *dst = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || *dst < 0) kCli.Fail("--" + name + ": expected a non-negative integer, got '" + v + "'");
-    };
-    auto real = [&](double* dst) {
-      char* end = nullptr;
-      *dst = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0') kCli.Fail("--" + name + ": expected a number, got '" + v + "'");
-    };
+  kCli.ForEachFlag(argc, argv, [&](const std::string& name, const std::string& v) {
+    auto num = [&](int64_t* dst) { *dst = kCli.IntFlag(name, v, 0); };
+    auto real = [&](double* dst) { *dst = kCli.RealFlag(name, v); };
     if (name == "db") f.db = v;
     else if (name == "num") num(&f.num);
     else if (name == "value_size") num(&f.value_size);
@@ -99,8 +86,9 @@ Flags ParseFlags(int argc, char** argv) {
     else if (name == "nvm_path") f.nvm_path = v;
     else if (name == "nvm_size") num(&f.nvm_size);
     else if (name == "verbose") f.verbose = v != "0";
-    else kCli.UnknownOption("--" + name);
-  }
+    else return false;
+    return true;
+  });
   if (f.num < 1 || f.hot <= 0 || f.hot > 1) kCli.Fail("--num must be >= 1 and --hot in (0, 1]");
   return f;
 }

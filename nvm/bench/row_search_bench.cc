@@ -77,27 +77,18 @@ struct Flags {
 Flags ParseFlags(int argc, char** argv) {
   kCli.HelpIfAsked(argc, argv);
   Flags f;
-  for (int i = 1; i < argc; i++) {
-    const std::string a = argv[i];
-    const size_t eq = a.find('=');
-    if (!Cli::IsOption(a.c_str())) kCli.Fail("unexpected argument \"" + a + "\": every argument is a --flag=value");
-    if (a.rfind("--", 0) != 0 || eq == std::string::npos) kCli.Fail(a + ": every argument is a --flag=value");
-    const std::string name = a.substr(0, eq), v = a.substr(eq + 1);
-    auto num = [&](long* dst) {
-      char* end = nullptr;
-      *dst = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || *dst <= 0) kCli.Fail(name + ": expected a positive integer, got '" + v + "'");
-    };
-    if (name == "--rows") num(&f.rows);
-    else if (name == "--entries") num(&f.entries);
-    else if (name == "--value_size") num(&f.value_size);
-    else if (name == "--queries") num(&f.queries);
-    else if (name == "--pool_mb") num(&f.pool_mb);
-    else if (name == "--pool") {
+  kCli.ForEachFlag(argc, argv, [&](const std::string& name, const std::string& v) {
+    if (name == "rows") f.rows = kCli.IntFlag(name, v, 1);
+    else if (name == "entries") f.entries = kCli.IntFlag(name, v, 1);
+    else if (name == "value_size") f.value_size = kCli.IntFlag(name, v, 1);
+    else if (name == "queries") f.queries = kCli.IntFlag(name, v, 1);
+    else if (name == "pool_mb") f.pool_mb = kCli.IntFlag(name, v, 1);
+    else if (name == "pool") {
       if (v.empty() || Cli::IsOption(v.c_str())) kCli.Fail("--pool: \"" + v + "\" is not a path");
       f.path = v;
-    } else kCli.UnknownOption(name);
-  }
+    } else return false;
+    return true;
+  });
   return f;
 }
 
