@@ -378,6 +378,7 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   auto merged = NewMergingIterator(&ctx_.icmp, std::move(iters));
   auto db_iter = NewDBIterator(ctx_.icmp.user_comparator(), blob_store_.get(), std::move(merged), seq);
   db_iter->RegisterCleanup([view] {});
+  if (!options.prefix.empty()) return NewPrefixIterator(std::move(db_iter), options.prefix);
   return db_iter;
 }
 

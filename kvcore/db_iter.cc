@@ -195,7 +195,48 @@ class DBIter final : public Iterator {
   mutable Status blob_status_;
 };
 
+class PrefixIter final : public Iterator {
+ public:
+  PrefixIter(std::unique_ptr<Iterator> iter, std::string prefix) : iter_(std::move(iter)), prefix_(std::move(prefix)) {
+    // The first key above every key with the prefix: the prefix with its
+    // last byte below 0xff incremented and what follows it dropped (none if
+    // every byte is 0xff).
+    limit_ = prefix_;
+    while (!limit_.empty() && static_cast<uint8_t>(limit_.back()) == 0xff) limit_.pop_back();
+    if (!limit_.empty()) limit_.back() = static_cast<char>(static_cast<uint8_t>(limit_.back()) + 1);
+  }
+  bool Valid() const override { return iter_->Valid() && iter_->key().starts_with(prefix_); }
+  void SeekToFirst() override { iter_->Seek(prefix_); }
+  void SeekToLast() override {
+    if (limit_.empty()) {
+      iter_->SeekToLast();
+      return;
+    }
+    iter_->Seek(limit_);
+    if (iter_->Valid()) {
+      iter_->Prev();
+    } else if (iter_->status().ok()) {
+      iter_->SeekToLast();
+    }
+  }
+  void Seek(const Slice& target) override { iter_->Seek(target.compare(prefix_) < 0 ? Slice(prefix_) : target); }
+  void Next() override { iter_->Next(); }
+  void Prev() override { iter_->Prev(); }
+  Slice key() const override { return iter_->key(); }
+  Slice value() const override { return iter_->value(); }
+  Status status() const override { return iter_->status(); }
+
+ private:
+  std::unique_ptr<Iterator> iter_;
+  const std::string prefix_;
+  std::string limit_;  // empty: no key is above the prefix's keys
+};
+
 }  // namespace
+
+std::unique_ptr<Iterator> NewPrefixIterator(std::unique_ptr<Iterator> db_iter, std::string prefix) {
+  return std::make_unique<PrefixIter>(std::move(db_iter), std::move(prefix));
+}
 
 std::unique_ptr<Iterator> NewDBIterator(const Comparator* user_cmp, BlobStore* blobs,
                                         std::unique_ptr<Iterator> internal, SequenceNumber sequence) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "base/comparator.h"
 #include "base/iterator.h"
@@ -28,5 +29,12 @@ class BlobStore;
 
 std::unique_ptr<Iterator> NewDBIterator(const Comparator* user_cmp, BlobStore* blobs,
                                         std::unique_ptr<Iterator> internal, SequenceNumber sequence);
+
+// The user keys of db_iter (a DBIter) that start with prefix (not empty):
+// !Valid() past them in either direction, Seek below prefix seeks prefix,
+// SeekToFirst/SeekToLast land on the first/last key with the prefix. So
+// sources that hold no key of the prefix may be left out of db_iter's merge:
+// what it shows outside the prefix is never seen.
+std::unique_ptr<Iterator> NewPrefixIterator(std::unique_ptr<Iterator> db_iter, std::string prefix);
 
 }  // namespace mxfs

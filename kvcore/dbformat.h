@@ -55,6 +55,15 @@ bool ParseInternalKey(const Slice& internal_key, ParsedInternalKey* result);
 inline Slice ExtractUserKey(const Slice& internal_key) {
   return Slice(internal_key.data(), internal_key.size() - kInternalKeyTrailer);
 }
+
+// False if no user key in [smallest, largest] can start with prefix (an
+// empty prefix: true). Bytewise order: the keys with a prefix are contiguous.
+inline bool RangeMayHoldPrefix(const Slice& smallest, const Slice& largest, const Slice& prefix) {
+  if (prefix.empty()) return true;
+  if (largest.compare(prefix) < 0) return false;  // all below the prefix
+  return smallest.compare(prefix) <= 0 || smallest.starts_with(prefix);  // else all above it
+}
+
 inline uint64_t ExtractTrailer(const Slice& internal_key) {
   return DecodeFixed64(internal_key.data() + internal_key.size() - kInternalKeyTrailer);
 }

@@ -134,6 +134,7 @@ Status NvmBackend::Open(bool new_db) {
   co.comparator = &ctx_->icmp;
   co.filter_key = [](const Slice& k) { return InternalFilterKey(k); };
   co.bloom_bits_per_key = o.bloom_bits_per_key;
+  co.prefix_length = o.prefix_length;
   co.receiver_share = o.container_share;
   co.max_receiver_rows = o.container_max_receiver_rows;
   co.tombstone_share = o.container_tombstone_share;

@@ -82,7 +82,11 @@ class SsdLevel0 final : public Level0 {
 
   void AddIterators(const Version& v, const ReadOptions& options,
                     std::vector<std::unique_ptr<Iterator>>* iters) override {
-    for (const auto& f : v.files(0)) iters->push_back(ctx_->table_cache->NewIterator(options, f->number, f->file_size));
+    const Slice prefix(options.prefix);
+    for (const auto& f : v.files(0)) {
+      if (!RangeMayHoldPrefix(f->smallest.user_key(), f->largest.user_key(), prefix)) continue;
+      iters->push_back(ctx_->table_cache->NewIterator(options, f->number, f->file_size));
+    }
   }
 
   int NumRuns(const Version& v) const override { return v.NumFiles(0); }

@@ -51,6 +51,9 @@ Status ValidateOptions(const Options& o) {
   if (o.bloom_bits_per_key < 0 || o.bloom_bits_per_key > 64) {
     return bad("bloom_bits_per_key = " + std::to_string(o.bloom_bits_per_key) + ": must be 0..64");
   }
+  if (o.prefix_length > 4096) {
+    return bad("prefix_length = " + std::to_string(o.prefix_length) + ": must be 0..4096");
+  }
   if (o.block_size < 256 || o.block_size > (16u << 20)) {
     return bad("block_size = " + std::to_string(o.block_size) + ": must be 256..16777216");
   }

@@ -87,10 +87,25 @@ Status Version::Get(const ReadOptions& options, const LookupKey& key, std::strin
 
 void Version::AddIterators(const ReadOptions& options, std::vector<std::unique_ptr<Iterator>>* iters) const {
   level0_->AddIterators(*this, options, iters);
+  const Slice prefix(options.prefix);
   for (int level = 1; level < num_levels(); level++) {
-    if (!files_[level].empty()) {
-      iters->push_back(NewLevelIterator(ctx_->table_cache, options, &ctx_->icmp, files_[level]));
+    const FileList& files = files_[level];
+    if (files.empty()) continue;
+    if (prefix.empty()) {
+      iters->push_back(NewLevelIterator(ctx_->table_cache, options, &ctx_->icmp, files));
+      continue;
     }
+    // A prefix scan: only the tables whose range may hold the prefix (the
+    // level is sorted and its tables disjoint, so they are adjacent).
+    auto first = std::partition_point(files.begin(), files.end(), [&](const std::shared_ptr<FileMetaData>& f) {
+      return f->largest.user_key().compare(prefix) < 0;
+    });
+    FileList some;
+    for (auto f = first; f != files.end(); ++f) {
+      if (!RangeMayHoldPrefix((*f)->smallest.user_key(), (*f)->largest.user_key(), prefix)) break;
+      some.push_back(*f);
+    }
+    if (!some.empty()) iters->push_back(NewLevelIterator(ctx_->table_cache, options, &ctx_->icmp, std::move(some)));
   }
 }
 

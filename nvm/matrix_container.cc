@@ -131,6 +131,7 @@ MatrixContainer::MatrixContainer(Pool* pool, const ContainerOptions& options) : 
   row_options_.comparator = options.comparator;
   row_options_.filter_key = options.filter_key;
   row_options_.bloom_bits_per_key = options.bloom_bits_per_key;
+  row_options_.prefix_length = options.prefix_length;
   row_options_.is_tombstone = options.is_tombstone;
 }
 

@@ -87,6 +87,7 @@ struct ContainerOptions {
   const Comparator* comparator = BytewiseComparator();
   std::function<Slice(const Slice&)> filter_key;  // see RowTableOptions
   int bloom_bits_per_key = 10;
+  size_t prefix_length = 0;  // see RowTableOptions
   double receiver_share = 0.6;  // of the data pages
   // The receiver also becomes the compactor (when the compactor is empty)
   // at this many rows (0: no limit), or at 2 rows or more when at least

@@ -130,31 +130,50 @@ Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& op
     for (uint32_t i = live_from; i < t->n_; i++) t->tombstones_ += options.is_tombstone(t->Key(i)) ? 1 : 0;
   }
   if (options.bloom_bits_per_key > 0 && live_from < t->n_) {
-    const uint64_t bits = uint64_t{t->n_ - live_from} * static_cast<uint64_t>(options.bloom_bits_per_key);
-    t->bloom_blocks_ = static_cast<uint32_t>(std::max<uint64_t>(1, (bits + kBloomBlockBits - 1) / kBloomBlockBits));
-    t->bloom_.assign(uint64_t{t->bloom_blocks_} * kBloomBlockWords, 0);
-    t->bloom_probes_ = std::clamp(static_cast<int>(options.bloom_bits_per_key * 0.69), 1, 30);
-    for (uint32_t i = live_from; i < t->n_; i++) {
-      const uint64_t h = Hash64(t->FilterKey(t->Key(i)));
-      uint64_t* block = &t->bloom_[t->BloomBlock(h) * kBloomBlockWords];
-      uint32_t b = static_cast<uint32_t>(h);
-      const uint32_t delta = BloomDelta(h);
-      for (int j = 0; j < t->bloom_probes_; j++) {
-        block[(b % kBloomBlockBits) >> 6] |= uint64_t{1} << (b & 63);
-        b += delta;
+    t->bloom_.Init(t->n_ - live_from, options.bloom_bits_per_key);
+    for (uint32_t i = live_from; i < t->n_; i++) t->bloom_.Add(Hash64(t->FilterKey(t->Key(i))));
+    if (options.prefix_length > 0) {
+      // Keys are sorted, so equal prefixes are adjacent: count the distinct
+      // ones to size the filter, then add each once.
+      auto prefix = [&](uint32_t i) {
+        const Slice k = t->FilterKey(t->Key(i));
+        return Slice(k.data(), std::min(k.size(), options.prefix_length));
+      };
+      uint64_t distinct = 0;
+      for (uint32_t i = live_from; i < t->n_; i++) distinct += i == live_from || prefix(i) != prefix(i - 1) ? 1 : 0;
+      t->prefix_bloom_.Init(distinct, options.bloom_bits_per_key);
+      for (uint32_t i = live_from; i < t->n_; i++) {
+        if (i == live_from || prefix(i) != prefix(i - 1)) t->prefix_bloom_.Add(Hash64(prefix(i)));
       }
     }
   }
   return std::shared_ptr<const RowTable>(std::move(t));
 }
 
-bool RowTable::HashMayMatch(uint64_t h) const {
-  if (bloom_blocks_ == 0) return true;
-  const uint64_t* block = &bloom_[BloomBlock(h) * kBloomBlockWords];
+void RowTable::BlockedBloom::Init(uint64_t keys, int bits_per_key) {
+  const uint64_t bits = keys * static_cast<uint64_t>(bits_per_key);
+  blocks_ = static_cast<uint32_t>(std::max<uint64_t>(1, (bits + kBlockBits - 1) / kBlockBits));
+  bits_.assign(uint64_t{blocks_} * kBlockWords, 0);
+  probes_ = std::clamp(static_cast<int>(bits_per_key * 0.69), 1, 30);
+}
+
+void RowTable::BlockedBloom::Add(uint64_t h) {
+  uint64_t* block = &bits_[Block(h) * kBlockWords];
   uint32_t b = static_cast<uint32_t>(h);
-  const uint32_t delta = BloomDelta(h);
-  for (int j = 0; j < bloom_probes_; j++) {
-    if (((block[(b % kBloomBlockBits) >> 6] >> (b & 63)) & 1) == 0) return false;
+  const uint32_t delta = Delta(h);
+  for (int j = 0; j < probes_; j++) {
+    block[(b % kBlockBits) >> 6] |= uint64_t{1} << (b & 63);
+    b += delta;
+  }
+}
+
+bool RowTable::BlockedBloom::MayMatch(uint64_t h) const {
+  if (blocks_ == 0) return true;
+  const uint64_t* block = &bits_[Block(h) * kBlockWords];
+  uint32_t b = static_cast<uint32_t>(h);
+  const uint32_t delta = Delta(h);
+  for (int j = 0; j < probes_; j++) {
+    if (((block[(b % kBlockBits) >> 6] >> (b & 63)) & 1) == 0) return false;
     b += delta;
   }
   return true;

@@ -74,6 +74,10 @@ struct RowTableOptions {
   // (kvcore strips the 8-byte internal-key trailer).
   std::function<Slice(const Slice&)> filter_key;
   int bloom_bits_per_key = 10;  // 0: no bloom filter
+  // A second bloom over the first prefix_length bytes of filter_key(key)
+  // (the whole of a shorter one), one entry per distinct prefix, so that a
+  // scan of one prefix (a directory's entries) can skip the row: 0, none.
+  size_t prefix_length = 0;
   // True for a key that marks a deletion (kvcore: the internal key's type);
   // nullptr: none do. Counted at open (tombstones()).
   std::function<bool(const Slice&)> is_tombstone;
@@ -122,7 +126,14 @@ class RowTable {
   // the same options) hashes its key once and asks every row's bloom with
   // HashMayMatch, which touches one 64-byte block of the filter.
   uint64_t FilterHash(const Slice& key) const { return Hash64(FilterKey(key)); }
-  bool HashMayMatch(uint64_t h) const;
+  bool HashMayMatch(uint64_t h) const { return bloom_.MayMatch(h); }
+  // False if no live key's filter_key starts with prefix, as far as the
+  // prefix bloom knows: only a prefix of exactly options' prefix_length
+  // bytes can be ruled out (any other, or no prefix bloom: true).
+  bool PrefixMayMatch(const Slice& prefix) const {
+    return options_.prefix_length == 0 || prefix.size() != options_.prefix_length ||
+           prefix_bloom_.MayMatch(Hash64(prefix));
+  }
   // Live entries (from Open's live_from) that are tombstones.
   uint32_t tombstones() const { return tombstones_; }
   // Leading data pages that hold only entries with index < i (all data
@@ -162,14 +173,25 @@ class RowTable {
   // DRAM bloom filter over filter_key of every live key, rebuilt at open:
   // blocked (the hash's top bits pick a 512-bit block, its low 32 bits and
   // a step derived from the rest pick the probes in it), so a probe costs
-  // one cache line whatever the row's size.
-  static constexpr uint32_t kBloomBlockBits = 512;
-  static constexpr uint32_t kBloomBlockWords = kBloomBlockBits / 64;
-  uint64_t BloomBlock(uint64_t h) const { return ((h >> 32) * bloom_blocks_) >> 32; }
-  static uint32_t BloomDelta(uint64_t h) { return static_cast<uint32_t>(h >> 17) | 1; }
-  std::vector<uint64_t> bloom_;
-  uint32_t bloom_blocks_ = 0;
-  int bloom_probes_ = 0;
+  // one cache line whatever the row's size. The prefix bloom is the same
+  // over the distinct prefixes.
+  class BlockedBloom {
+   public:
+    void Init(uint64_t keys, int bits_per_key);
+    void Add(uint64_t h);
+    bool MayMatch(uint64_t h) const;
+
+   private:
+    static constexpr uint32_t kBlockBits = 512;
+    static constexpr uint32_t kBlockWords = kBlockBits / 64;
+    uint64_t Block(uint64_t h) const { return ((h >> 32) * blocks_) >> 32; }
+    static uint32_t Delta(uint64_t h) { return static_cast<uint32_t>(h >> 17) | 1; }
+    std::vector<uint64_t> bits_;
+    uint32_t blocks_ = 0;  // 0: no filter, everything may match
+    int probes_ = 0;
+  };
+  BlockedBloom bloom_;
+  BlockedBloom prefix_bloom_;
   uint32_t tombstones_ = 0;
 };
 

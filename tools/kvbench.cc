@@ -321,6 +321,7 @@ void Benchmark::Open() {
   o.blob_gc_garbage_ratio = flags_.blob_gc_garbage_ratio;
   o.use_cross_row_hints = flags_.use_hints;
   o.use_row_blooms = flags_.use_row_blooms;
+  o.prefix_length = static_cast<size_t>(flags_.prefix_length);
   if (!flags_.use_existing_db) {
     std::error_code ec;
     std::filesystem::create_directories(flags_.db, ec);

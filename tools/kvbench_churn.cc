@@ -174,7 +174,9 @@ class Churn {
     const std::string prefix = DentryPrefix(ino);
     const Clock::time_point t0 = Clock::now();
     {
-      std::unique_ptr<Iterator> it = db_->NewIterator(ro_);
+      ReadOptions ro = ro_;
+      if (f_.prefix_scans) ro.prefix = prefix;
+      std::unique_ptr<Iterator> it = db_->NewIterator(ro);
       for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
         const Slice v = it->value();
         if (v.size() != 9) Fail("fschurn: dentry " + it->key().ToEscaped() + " has a value of " +

@@ -8,7 +8,8 @@
 // a directory, each file one WriteBatch (its dentry `D` parent name, its
 // inode `I` ino, one data block `F` ino 0 of --value_size bytes and the
 // parent's inode), then remove it as rm -rf does: list each directory (a
-// prefix scan of its `D` keys), look each entry's inode up (a Get), delete
+// prefix scan of its `D` keys, with ReadOptions::prefix unless
+// --noprefix_scans), look each entry's inode up (a Get), delete
 // the file's keys and update the parent in one batch, then the directory.
 // Inode numbers grow across cycles, as the filesystem's allocator's do.
 //

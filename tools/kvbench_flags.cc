@@ -84,6 +84,10 @@ std::vector<FlagSpec> FlagTable(Flags* f) {
        "share of deletions at which a receiver of 2 rows or more becomes the compactor (0: never)"},
       {"use_hints", FlagType::kBool, &f->use_hints, "cross-row hints in the matrix container"},
       {"use_row_blooms", FlagType::kBool, &f->use_row_blooms, "DRAM bloom filter per RowTable"},
+      {"prefix_length", FlagType::kInt, &f->prefix_length,
+       "bytes of each key in a container row's prefix bloom (0: none; MatrixFS: 9)"},
+      {"prefix_scans", FlagType::kBool, &f->prefix_scans,
+       "fschurn: list a directory with ReadOptions::prefix (rows and tables without it are left out)"},
       {"column_compaction_threads", FlagType::kInt, &f->column_compaction_threads, "column compaction threads"},
       {"container_pacing", FlagType::kBool, &f->container_pacing,
        "writers keep to column compaction's drain rate near a full container"},
@@ -265,6 +269,8 @@ void ValidateFlags(Flags* f) {
        "--container_tombstone_share: must be in [0, 1]");
   need(f->churn_cycles >= 1, "--churn_cycles: must be at least 1, got " + std::to_string(f->churn_cycles));
   need(f->churn_files >= 1, "--churn_files: must be at least 1, got " + std::to_string(f->churn_files));
+  need(f->prefix_length >= 0 && f->prefix_length <= 4096,
+       "--prefix_length: must be 0..4096, got " + std::to_string(f->prefix_length));
   need(f->churn_files_per_dir >= 1,
        "--churn_files_per_dir: must be at least 1, got " + std::to_string(f->churn_files_per_dir));
   need(f->compression_type == "none" || f->compression_type == "NoCompression",

@@ -68,6 +68,8 @@ struct Flags {
   double container_tombstone_share = Options().container_tombstone_share;
   bool use_hints = true;
   bool use_row_blooms = true;
+  int64_t prefix_length = 0;
+  bool prefix_scans = true;
   int64_t column_compaction_threads = 1;
   bool container_pacing = false;
   uint64_t min_blob_size = Options().min_blob_size;

@@ -73,6 +73,12 @@ struct Options {
   // Off by default: measured, it did not remove the empty seconds (column
   // compaction itself stalls) and raised the write P99.9 3-4x (BENCHMARKS.md).
   bool pace_writers_to_container = false;
+  // Directory scans: each container row keeps a second DRAM bloom over its
+  // keys' first prefix_length bytes (one entry per distinct prefix), and an
+  // iterator whose ReadOptions::prefix is exactly that long leaves out the
+  // rows it rules out. MatrixFS: 9, a dentry's tag and parent inode.
+  // 0: none (rows and tables are still skipped by their key ranges).
+  size_t prefix_length = 0;
   bool use_cross_row_hints = true;  // off only to measure what they buy
   bool use_row_blooms = true;       // likewise
   // The pool's UUID in 8-4-4-4-12 form (MatrixFS: the superblock's). A new
@@ -98,6 +104,12 @@ struct ReadOptions {
   const Snapshot* snapshot = nullptr;  // nullptr: latest
   bool verify_checksums = true;
   bool fill_cache = true;
+  // Non-empty: the iterator shows only keys that start with prefix (it is
+  // !Valid() past them; Seek below prefix seeks prefix, SeekToFirst and
+  // SeekToLast stay inside), and it leaves out every memtable-free source
+  // that holds no such key: container rows by key range and prefix bloom
+  // (Options::prefix_length), tables by key range. Get ignores it.
+  std::string prefix;
 };
 
 struct WriteOptions {

@@ -141,6 +141,40 @@ TEST_CASE("DBIter: random Next/Prev/Seek mixing matches a model") {
   }
 }
 
+TEST_CASE("PrefixIterator: shows only the prefix's keys, in both directions and from any seek") {
+  auto m = NewMem();
+  SequenceNumber seq = 0;
+  for (const char* k : {"a", "ab", "ab\xff", "ab\xff\xff", "abc", "abd", "ac", "b", "\xff", "\xff\xff", "\xff\xff" "a"}) {
+    m->Add(++seq, kTypeValue, k, "v");
+  }
+  m->Add(++seq, kTypeDeletion, "abd", "");
+  auto over = [&](const std::string& prefix) { return NewPrefixIterator(DbIterOver({m}, seq), prefix); };
+  CHECK(Forward(over("ab").get()) == "ab=v abc=v ab\xff=v ab\xff\xff=v ");
+  CHECK(Backward(over("ab").get()) == "ab\xff\xff=v ab\xff=v abc=v ab=v ");
+  CHECK(Forward(over("ab\xff").get()) == "ab\xff=v ab\xff\xff=v ");
+  CHECK(Backward(over("ab\xff").get()) == "ab\xff\xff=v ab\xff=v ");
+  // A prefix of 0xff bytes has no successor: SeekToLast is the last key.
+  CHECK(Backward(over("\xff\xff").get()) == "\xff\xff" "a=v \xff\xff=v ");
+  CHECK(Forward(over("zz").get()).empty());
+  CHECK(Backward(over("zz").get()).empty());
+  CHECK(Backward(over("aa").get()).empty());
+  auto it = over("ab");
+  it->Seek("a");  // below the prefix: the prefix's first key
+  REQUIRE(it->Valid());
+  CHECK(it->key().ToString() == "ab");
+  it->Seek("ab\xff\xff\x01");  // inside: the next key is past the prefix
+  CHECK_FALSE(it->Valid());
+  it->Seek("abc\x01");
+  REQUIRE(it->Valid());
+  CHECK(it->key().ToString() == "ab\xff");
+  it->Prev();
+  REQUIRE(it->Valid());
+  CHECK(it->key().ToString() == "abc");
+  it->Prev();
+  it->Prev();  // below the prefix
+  CHECK_FALSE(it->Valid());
+}
+
 TEST_CASE("DB: background threads carry their names") {
   mxfs::testing::TempDir dir;
   Options o;

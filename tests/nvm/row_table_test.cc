@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -101,6 +102,30 @@ TEST_CASE("RowTable: the bloom filter has no false negatives and few false posit
     fp += r.table->KeyMayMatch(k) ? 1 : 0;
   }
   CHECK(fp < 100);  // 10 bits per key: about 1%
+}
+
+TEST_CASE("RowTable: the prefix bloom knows every prefix of the row and few others") {
+  // Keys "d" + 4-digit directory + name + 2-byte trailer: 200 directories
+  // of 10 entries, prefix length 5 ("d" and the directory).
+  KVs kv;
+  for (int d = 1000; d < 1200; d++) {
+    for (int e = 0; e < 10; e++) kv.emplace_back("d" + std::to_string(d) + "name" + std::to_string(e) + "xx", "v");
+  }
+  std::sort(kv.begin(), kv.end());
+  RowTableOptions o;
+  o.filter_key = [](const Slice& k) { return Slice(k.data(), k.size() - 2); };
+  o.prefix_length = 5;
+  DramRow r = BuildDram(kv, 1, nullptr, o);
+  for (int d = 1000; d < 1200; d++) REQUIRE(r.table->PrefixMayMatch("d" + std::to_string(d)));
+  int fp = 0;
+  for (int d = 2000; d < 4000; d++) fp += r.table->PrefixMayMatch("d" + std::to_string(d)) ? 1 : 0;
+  CHECK(fp < 100);  // 10 bits per distinct prefix: about 1%
+  // A prefix of another length is never ruled out; without prefix_length
+  // nothing is.
+  CHECK(r.table->PrefixMayMatch("d9"));
+  CHECK(r.table->PrefixMayMatch("d9999n"));
+  DramRow plain = BuildDram(kv, 1, nullptr, RowTableOptions{});
+  CHECK(plain.table->PrefixMayMatch("d9999"));
 }
 
 TEST_CASE("RowTable: damaged metadata is reported with the place and checksums") {
