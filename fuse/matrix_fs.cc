@@ -232,6 +232,7 @@ Result<std::unique_ptr<MatrixFs>> MatrixFs::Open(const std::string& datadir, con
   if (sb->PoolSharesUuid()) opts.nvm_uuid = sb->UuidString();
   // The mount option wins over the superblock, for this mount only.
   opts.container_share = cfg.container_share > 0.0 ? cfg.container_share : sb->container_share;
+  opts.prefix_length = kInoPrefixLength;
   const auto [total, free_bytes] = FsSpace(datadir);
   ScaleToFilesystem(total, &opts);
   // A full filesystem: DATADIR/reserve gives the database's open the room

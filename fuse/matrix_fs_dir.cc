@@ -140,7 +140,7 @@ Status MatrixFs::FillDir(fuse_req_t req, uint64_t ino, size_t size, off_t off, b
   if (full || IsVirtual(ino)) return Status::OK();
 
   std::string prefix = DentryPrefix(ino);
-  auto it = db_->NewIterator(ReadOptions());
+  auto it = db_->NewIterator(ScanOf(prefix));
   uint64_t k = 0;  // entries before the next one
   std::string name;
   if (o < (1ull << 32)) {

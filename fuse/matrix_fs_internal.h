@@ -33,6 +33,14 @@
 
 namespace mxfs {
 
+// Read options for a scan of the keys of one prefix (a directory's dentries,
+// a file's blocks or xattrs): MatrixKV leaves out what holds none of them.
+inline ReadOptions ScanOf(std::string prefix) {
+  ReadOptions r;
+  r.prefix = std::move(prefix);
+  return r;
+}
+
 // fuse_file_info.fh of a regular file's open the kernel serves through
 // passthrough; kWritableFh of another open for writing (a GETATTR on it
 // while the data directory is full is a buffered write(2) asking, and gets

@@ -365,8 +365,8 @@ Status MatrixFs::DoRemove(fuse_req_t req, uint64_t parent, const std::string& na
     if (!dir && a->IsDir()) return Errno(EISDIR);
     MXFS_RETURN_IF_ERROR(CheckSticky(req, *p, *a));
     if (dir) {
-      auto it = db_->NewIterator(ReadOptions());
       std::string prefix = DentryPrefix(ino);
+      auto it = db_->NewIterator(ScanOf(prefix));
       it->Seek(prefix);
       if (it->Valid() && it->key().starts_with(prefix)) return Errno(ENOTEMPTY);
       MXFS_RETURN_IF_ERROR(it->status());
@@ -502,8 +502,8 @@ Status MatrixFs::DoRename(fuse_req_t req, uint64_t parent, const std::string& na
         if (a->IsDir() && !d->IsDir()) return Errno(ENOTDIR);
         if (!a->IsDir() && d->IsDir()) return Errno(EISDIR);
         if (d->IsDir()) {
-          auto it = db_->NewIterator(ReadOptions());
           std::string prefix = DentryPrefix(dst_ino);
+          auto it = db_->NewIterator(ScanOf(prefix));
           it->Seek(prefix);
           if (it->Valid() && it->key().starts_with(prefix)) return Errno(ENOTEMPTY);
           MXFS_RETURN_IF_ERROR(it->status());

@@ -123,7 +123,7 @@ Status MatrixFs::ReadInline(uint64_t ino, const InodeAttr&, uint64_t off, size_t
   const uint64_t bs = sb_.block_size;
   const uint64_t end = off + n;
   std::string prefix = BlockPrefix(ino);
-  auto it = db_->NewIterator(ReadOptions());
+  auto it = db_->NewIterator(ScanOf(prefix));
   for (it->Seek(BlockKey(ino, off / bs)); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     uint64_t bstart = BlockKeyBlock(it->key()) * bs;
     if (bstart >= end) break;
@@ -169,7 +169,7 @@ Status MatrixFs::MigrateToObject(Txn* txn, uint64_t ino, InodeAttr* a, std::shar
   if (!s.ok()) return s;
   const uint64_t bs = sb_.block_size;
   std::string prefix = BlockPrefix(ino);
-  auto it = db_->NewIterator(ReadOptions());
+  auto it = db_->NewIterator(ScanOf(prefix));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     s = obj->Write(BlockKeyBlock(it->key()) * bs, it->value());
     if (!s.ok()) return s;
@@ -191,7 +191,7 @@ Status MatrixFs::Truncate(Txn* txn, uint64_t ino, InodeAttr* a, uint64_t size,
     if (size <= sb_.inline_limit) {
       if (size < a->size) {
         std::string prefix = BlockPrefix(ino);
-        auto it = db_->NewIterator(ReadOptions());
+        auto it = db_->NewIterator(ScanOf(prefix));
         for (it->Seek(BlockKey(ino, (size + bs - 1) / bs)); it->Valid() && it->key().starts_with(prefix);
              it->Next()) {
           txn->batch.Delete(it->key());

@@ -70,6 +70,11 @@ inline constexpr char kTagSystem = 'S';
 inline constexpr const char* kStateMounted = "mounted";
 inline constexpr const char* kStateClean = "clean";
 
+// The 'D', 'F' and 'X' prefixes of one inode (tag and ino): MatrixKV's
+// Options::prefix_length, so that a scan of one (ScanOf, matrix_fs_internal.h)
+// skips container rows holding no key of it.
+inline constexpr size_t kInoPrefixLength = 9;
+
 std::string InodeKey(uint64_t ino);
 std::string DentryKey(uint64_t parent, const Slice& name);
 std::string DentryPrefix(uint64_t parent);
