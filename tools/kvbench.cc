@@ -42,6 +42,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -676,9 +677,25 @@ void Benchmark::BackgroundWriter(ThreadState* t) {
   ValueGenerator gen(value_size);
   std::string key(static_cast<size_t>(flags_.key_size), '\0');
   SharedState* sh = t->shared;
+  // --benchmark_write_rate_limit: the bytes written so far may not run ahead
+  // of limit * elapsed; the writer sleeps off any lead (so that both tools'
+  // writers can be held to the same load beside the readers).
+  const double limit = static_cast<double>(flags_.benchmark_write_rate_limit);
+  const auto start = std::chrono::steady_clock::now();
+  double bytes = 0;
   while (sh->num_done.load(std::memory_order_acquire) + 1 < sh->total) {
+    if (limit > 0) {
+      const auto due = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                   std::chrono::duration<double>(bytes / limit));
+      if (due > std::chrono::steady_clock::now()) {
+        // Short naps, so that the end of the readers is noticed soon.
+        std::this_thread::sleep_until(std::min(due, std::chrono::steady_clock::now() + std::chrono::milliseconds(10)));
+        continue;
+      }
+    }
     const uint64_t k = RandomKey(t, &key);
     PutOrFail(k, key, gen.Generate(value_size));
+    bytes += static_cast<double>(key.size() + value_size);
     t->stats.AddBytes(key.size() + value_size);
     t->stats.FinishedOps(sh->reporter, 1, OpType::kWrite);
   }

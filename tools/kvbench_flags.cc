@@ -65,6 +65,9 @@ std::vector<FlagSpec> FlagTable(Flags* f) {
        "if > 0, write secs_elapsed,interval_qps to --report_file every N seconds"},
       {"report_file", FlagType::kString, &f->report_file, "CSV file for --report_interval_seconds"},
       {"seed", FlagType::kInt, &f->seed, "seed base for the key generators; 0: derived from the time"},
+      {"benchmark_write_rate_limit", FlagType::kUint, &f->benchmark_write_rate_limit,
+       "bytes per second (key and value) the background writer of readwhilewriting and "
+       "seekrandomwhilewriting keeps to, as db_bench's (0: no limit)"},
       {"seek_nexts", FlagType::kInt, &f->seek_nexts,
        "Next() calls after each Seek in seekrandom, seekrandomwhilewriting and ycsbe"},
       {"compression_type", FlagType::kString, &f->compression_type,

@@ -56,6 +56,7 @@ struct Flags {
   std::string report_file = "report.csv";
   int64_t seed = 0;
   int64_t seek_nexts = 0;
+  uint64_t benchmark_write_rate_limit = 0;
   std::string compression_type = "none";
   bool use_direct_io = false;
   bool use_direct_reads = false;

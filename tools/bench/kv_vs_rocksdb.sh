@@ -103,6 +103,15 @@
 #                                 over the result line's seconds) and the
 #                                 1-minute load average at the end of each run.
 #
+#   --benchmark_write_rate_limit B
+#                                 with --workloads: the writer beside the
+#                                 readers of readwhilewriting and
+#                                 seekrandomwhilewriting keeps to B bytes a
+#                                 second on both tools (db_bench's flag of
+#                                 that name; kvbench's is the same), so
+#                                 that both readers run beside the same
+#                                 writing (0: as fast as each can, default)
+#
 #   --three_way                   instead of the above: three fillrandom runs,
 #                                 (a) kvbench with its WAL and L0 in a pool
 #                                 on SHM (--nvm_path, --nvm_size), (b)
@@ -191,6 +200,7 @@ readwritepercent=90
 seek_nexts=10
 contend=0
 workloads=
+write_rate_limit=0
 
 usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -246,6 +256,7 @@ while [ $# -gt 0 ]; do
     --readwritepercent) need_int "$arg" "$val"; readwritepercent=$val ;;
     --seek_nexts) need_int "$arg" "$val"; seek_nexts=$val ;;
     --contend) need_int "$arg" "$val"; contend=$val ;;
+    --benchmark_write_rate_limit) need_int "$arg" "$val"; write_rate_limit=$val ;;
     --workloads) workloads=$val ;;
     *) echo "kv_vs_rocksdb.sh: unknown option $arg (--help lists them)" >&2; exit 2 ;;
   esac
@@ -348,6 +359,9 @@ contention_said() {
     echo "load average (1, 5, 15 min) before they started: $load_quiet."
   else
     echo "contention: none started by this script (--contend 0)."
+  fi
+  if [ "$write_rate_limit" != 0 ]; then
+    echo "writers beside readers (*whilewriting): --benchmark_write_rate_limit=$write_rate_limit bytes/s on both."
   fi
 }
 
@@ -583,14 +597,17 @@ if [ -n "$workloads" ]; then
   run db_bench_fill "$db_bench" --benchmarks=fillrandom,stats --db="$rdir" "${common[@]}" "${fill_flags[@]}" \
     "${rocks_only[@]}"
   for w in ${workloads//,/ }; do
+    # The writer beside the readers: limited on both, or on neither.
+    rate=()
+    case $w in *whilewriting) [ "$write_rate_limit" = 0 ] || rate=(--benchmark_write_rate_limit="$write_rate_limit") ;; esac
     drop
     run "kvbench_$w" "$kvbench" --benchmarks="$w" --use_existing_db=1 --db="$kvdir" "${common[@]}" "${read_flags[@]}" \
-      "${kv_only[@]}" "${kv_pool[@]}"
+      "${kv_only[@]}" "${kv_pool[@]}" "${rate[@]}"
     rb=$(rocks_bench "$w")
     if [ -n "$rb" ]; then
       drop
       run "db_bench_$w" "$db_bench" --benchmarks="${rb% *}" --use_existing_db=1 --db="$rdir" "${common[@]}" \
-        "${read_flags[@]}" "${rocks_only[@]}" --readwritepercent="${rb#* }"
+        "${read_flags[@]}" "${rocks_only[@]}" --readwritepercent="${rb#* }" "${rate[@]}"
     fi
   done
   finished=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
