@@ -72,6 +72,22 @@
 // its own, so it sends no invalidations. -o nodircache keeps OPENDIR and
 // RELEASEDIR and no kernel cache of listings (for comparison).
 //
+// noopen (-o noopen, not the default): the first OPEN of a regular file is
+// answered ENOSYS (FUSE_NO_OPEN_SUPPORT); the kernel then opens every file
+// without asking, with FOPEN_KEEP_CACHE, sends no RELEASE, and hands every
+// READ and WRITE file handle 0 (CREATE still opens and releases). What
+// that changes here: the daemon no longer sees opens, so a regular file
+// the kernel still holds a lookup on counts as open (InUse: an unlink
+// leaves an orphan, reclaimed at the FORGET); atomic O_TRUNC is not asked
+// for (the kernel would apply an O_TRUNC it believes the OPEN did and tell
+// nobody; without it, it sends a SETATTR of size 0); the .matrixfs files
+// are snapshots, a new inode per LOOKUP (fuse/matrix_fs_control.cc), and a
+// control command is applied when the kernel writes it back (close or
+// fsync: a refused command fails close with EIO); and a full data
+// directory reports ENOSPC from close(2) and fsync(2) rather than write(2)
+// (an open for writing cannot be told from another one). Passthrough needs
+// the OPEN reply, so the two options exclude each other.
+//
 // Kernel caches: entries, negative entries and attributes are cached for a
 // day (entry/attr timeout 86400 s). That is safe because every change goes
 // through this daemon and therefore through the kernel, which updates or
@@ -152,6 +168,9 @@ struct MountConfig {
   // Directories opened without OPENDIR, their listings cached by the kernel
   // ("readdir" above); -o nodircache turns it off.
   bool dir_cache = true;
+  // Regular files opened without OPEN and RELEASE ("noopen" above); never
+  // with passthrough.
+  bool no_open = false;
 };
 
 // Maps a Status to the errno a FUSE reply carries (the one place this happens).
@@ -431,8 +450,25 @@ class MatrixFs {
   // writeback cache close(2) has nothing to flush (MatrixFs::Flush).
   bool NoFlush() const { return !writeback_cache_.load(std::memory_order_relaxed); }
 
+  // -o noopen: the kernel may hold ino open without telling us (no OPEN),
+  // so while it holds a lookup a regular file counts as open (an unlink
+  // leaves an orphan, reclaimed at FORGET). Caller holds ino's stripe.
+  bool InUse(const Node& n) const {
+    return n.open_count > 0 ||
+           (no_open_.load(std::memory_order_relaxed) && n.nlookup > 0 && n.have_attr && n.attr.IsReg());
+  }
+  bool NoOpen() const { return no_open_.load(std::memory_order_relaxed); }
+
   // .matrixfs
   bool IsVirtual(uint64_t ino) const { return ino >= kFirstVirtualIno; }
+  // Under -o noopen every LOOKUP of a .matrixfs file names a new inode, a
+  // snapshot of the file rendered then (fuse/matrix_fs_control.cc).
+  bool IsSnapshot(uint64_t ino) const;
+  uint64_t VirtualFileOf(uint64_t ino) const;  // the file a snapshot is of; else ino
+  uint64_t NewSnapshot(uint64_t file);         // renders file's content; counts one lookup
+  bool SnapshotContent(uint64_t ino, std::string* out) const;
+  bool HoldSnapshot(uint64_t ino);             // one more lookup of a live snapshot
+  void DropSnapshot(uint64_t ino, uint64_t nlookup);
   void VirtualStat(uint64_t ino, struct stat* st) const;
   std::string VirtualContent(uint64_t ino);
   Status ControlCommand(fuse_req_t req, const Slice& cmd);
@@ -491,6 +527,19 @@ class MatrixFs {
   // Set at INIT: OPENDIR is answered ENOSYS (cfg_.dir_cache and the kernel
   // offers FUSE_NO_OPENDIR_SUPPORT).
   std::atomic<bool> no_opendir_{false};
+  // Set at INIT: OPEN is answered ENOSYS (cfg_.no_open and the kernel
+  // offers FUSE_NO_OPEN_SUPPORT; "noopen" above).
+  std::atomic<bool> no_open_{false};
+  // -o noopen: the .matrixfs files' snapshots, by inode number (Snapshot*).
+  struct Snapshot {
+    uint64_t file = 0;     // the .matrixfs file it is a snapshot of
+    uint64_t nlookup = 0;  // the kernel's lookups of it
+    std::string content;
+  };
+  mutable std::mutex snap_mu_;
+  std::map<uint64_t, Snapshot> snapshots_;
+  std::deque<uint64_t> snapshot_order_;  // oldest first, for the bound
+  uint64_t next_snapshot_ = 0;
 };
 
 }  // namespace mxfs

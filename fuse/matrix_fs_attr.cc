@@ -139,7 +139,20 @@ Status MatrixFs::DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, 
 
 void MatrixFs::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
   Count(kOpSetAttr);
-  if (IsVirtual(ino)) return (void)fuse_reply_err(req, EPERM);
+  if (IsVirtual(ino)) {
+    // -o noopen: an open of the control file with O_TRUNC (no atomic O_TRUNC
+    // then) truncates it, and the write-back of what was written to it sets
+    // its times: both are accepted and change nothing.
+    constexpr int kAllowed = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+                             FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+    if (IsSnapshot(ino) && VirtualFileOf(ino) == kControlIno && (to_set & ~kAllowed) == 0 &&
+        ((to_set & FUSE_SET_ATTR_SIZE) == 0 || attr->st_size == 0)) {
+      struct stat st;
+      VirtualStat(ino, &st);
+      return (void)fuse_reply_attr(req, &st, 0.0);
+    }
+    return (void)fuse_reply_err(req, EPERM);
+  }
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
   // With FUSE_HANDLE_KILLPRIV_V2 the kernel's fuse_setattr drops the VFS's
   // ATTR_KILL_SUID/SGID (and the mode change they imply) before it sends

@@ -55,7 +55,11 @@ void MatrixFs::Init(fuse_conn_info* conn) {
   conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
   want(FUSE_CAP_PARALLEL_DIROPS);
   want(FUSE_CAP_ASYNC_READ);
-  want(FUSE_CAP_ATOMIC_O_TRUNC);
+  if (cfg_.no_open && !cfg_.passthrough && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT)) {
+    conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;  // libfuse asks for it by default
+  } else {
+    want(FUSE_CAP_ATOMIC_O_TRUNC);
+  }
   want(FUSE_CAP_CACHE_SYMLINKS);
   // File handles (name_to_handle_at, NFS export) that outlive the kernel's
   // inode cache and a remount: the kernel encodes an inode's number and
@@ -66,6 +70,14 @@ void MatrixFs::Init(fuse_conn_info* conn) {
   // Directories without OPENDIR, listings cached by the kernel ("readdir" in
   // fuse/matrix_fs.h).
   no_opendir_.store(cfg_.dir_cache && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT), std::memory_order_relaxed);
+  // -o noopen: files opened without OPEN ("noopen" in fuse/matrix_fs.h).
+  // The kernel then applies O_TRUNC without telling us when it believes
+  // the OPEN did (atomic O_TRUNC): without it, it sends a SETATTR of size 0.
+  const bool no_open = cfg_.no_open && !cfg_.passthrough && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
+  no_open_.store(no_open, std::memory_order_relaxed);
+  if (cfg_.no_open && !no_open) {
+    MXFS_LOG_WARN("-o noopen: the kernel does not offer FUSE_NO_OPEN_SUPPORT; files are opened with OPEN");
+  }
   // POSIX ACLs: the kernel checks access ACLs itself (reading them with
   // GETXATTR) and no longer applies the umask; with DONT_MASK it sends the
   // mode unmasked and the umask apart, so MakeNode can inherit a default ACL.
@@ -225,10 +237,19 @@ void MatrixFs::TuneBdi() {
 void MatrixFs::VirtualStat(uint64_t ino, struct stat* st) const {
   std::memset(st, 0, sizeof(*st));
   st->st_ino = ino;
-  if (ino == kVirtDir) {
+  const uint64_t file = VirtualFileOf(ino);
+  if (file != ino) {
+    // A snapshot (-o noopen): its size is its content's, fixed; the kernel
+    // reads it through its page cache like any file.
+    std::lock_guard<std::mutex> l(snap_mu_);
+    auto it = snapshots_.find(ino);
+    if (it != snapshots_.end()) st->st_size = static_cast<off_t>(it->second.content.size());
+    st->st_blocks = (st->st_size + 511) / 512;
+  }
+  if (file == kVirtDir) {
     st->st_mode = S_IFDIR | 0555;
     st->st_nlink = 2;
-  } else if (ino == kControlIno) {
+  } else if (file == kControlIno) {
     st->st_mode = S_IFREG | 0200;
     st->st_nlink = 1;
   } else {
@@ -237,6 +258,91 @@ void MatrixFs::VirtualStat(uint64_t ino, struct stat* st) const {
   }
   st->st_blksize = 4096;
   st->st_atim = st->st_mtim = st->st_ctim = ToTimespec(mount_time_ns_);
+}
+
+// Snapshots (-o noopen). Without OPEN the kernel cannot be told to read a
+// .matrixfs file directly (direct_io), and under the writeback cache it
+// keeps a regular file's size as it first learnt it (fuse_change_attributes
+// ignores the daemon's size), so a file whose content changes would be
+// read stale or cut. Instead each LOOKUP of a .matrixfs file names a new
+// inode (entry timeout 0: every path walk asks again, and the kernel drops
+// its dentry when the answer names another inode), rendered at that
+// moment, whose content never changes: an open reads the state of the
+// moment it resolved the name, as an open did with its per-open copy. The
+// control file's snapshots take writes as the control file does; under the
+// writeback cache the kernel sends them when the file is closed (or
+// fsync'ed), so a refused command fails close(2) or fsync(2), with EIO.
+// A snapshot goes at its FORGET; at most kMaxSnapshots are kept (the oldest
+// goes first; the kernel's reads of one gone read it empty).
+namespace {
+constexpr size_t kMaxSnapshots = 4096;
+constexpr uint64_t kFirstSnapshotIno = kControlIno + 1;
+constexpr uint64_t kSnapshotSpan = 0xFFF0 - (kFirstSnapshotIno - kFirstVirtualIno);
+}  // namespace
+
+bool MatrixFs::IsSnapshot(uint64_t ino) const {
+  return ino >= kFirstSnapshotIno && ino < kFirstSnapshotIno + kSnapshotSpan;
+}
+
+uint64_t MatrixFs::VirtualFileOf(uint64_t ino) const {
+  if (!IsSnapshot(ino)) return ino;
+  std::lock_guard<std::mutex> l(snap_mu_);
+  auto it = snapshots_.find(ino);
+  return it != snapshots_.end() ? it->second.file : 0;  // gone: an empty read-only file
+}
+
+uint64_t MatrixFs::NewSnapshot(uint64_t file) {
+  Snapshot snap;
+  snap.file = file;
+  snap.nlookup = 1;
+  if (file != kControlIno) snap.content = VirtualContent(file);
+  std::lock_guard<std::mutex> l(snap_mu_);
+  uint64_t ino = 0;
+  do {
+    ino = kFirstSnapshotIno + next_snapshot_++ % kSnapshotSpan;
+  } while (snapshots_.count(ino) != 0);
+  snapshots_.emplace(ino, std::move(snap));
+  snapshot_order_.push_back(ino);
+  while (snapshots_.size() > kMaxSnapshots && !snapshot_order_.empty()) {
+    snapshots_.erase(snapshot_order_.front());
+    snapshot_order_.pop_front();
+  }
+  // The order list keeps ids already forgotten; trim it when it outgrows the map.
+  if (snapshot_order_.size() > 2 * kMaxSnapshots) {
+    std::deque<uint64_t> live;
+    for (uint64_t id : snapshot_order_) {
+      if (snapshots_.count(id) != 0) live.push_back(id);
+    }
+    snapshot_order_.swap(live);
+  }
+  return ino;
+}
+
+bool MatrixFs::SnapshotContent(uint64_t ino, std::string* out) const {
+  std::lock_guard<std::mutex> l(snap_mu_);
+  auto it = snapshots_.find(ino);
+  if (it == snapshots_.end()) return false;
+  *out = it->second.content;
+  return true;
+}
+
+bool MatrixFs::HoldSnapshot(uint64_t ino) {
+  std::lock_guard<std::mutex> l(snap_mu_);
+  auto it = snapshots_.find(ino);
+  if (it == snapshots_.end()) return false;
+  it->second.nlookup++;
+  return true;
+}
+
+void MatrixFs::DropSnapshot(uint64_t ino, uint64_t nlookup) {
+  std::lock_guard<std::mutex> l(snap_mu_);
+  auto it = snapshots_.find(ino);
+  if (it == snapshots_.end()) return;
+  if (it->second.nlookup > nlookup) {
+    it->second.nlookup -= nlookup;
+  } else {
+    snapshots_.erase(it);
+  }
 }
 
 std::string MatrixFs::VirtualContent(uint64_t ino) {

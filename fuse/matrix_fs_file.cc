@@ -29,6 +29,9 @@ namespace mxfs {
 
 void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Count(kOpOpen);
+  // -o noopen: the first OPEN is refused with ENOSYS and the kernel sends
+  // no OPEN or RELEASE again ("noopen" in fuse/matrix_fs.h).
+  if (NoOpen()) return (void)fuse_reply_err(req, ENOSYS);
   if (IsVirtual(ino)) {
     if (ino != kControlIno && (fi->flags & O_ACCMODE) != O_RDONLY) return (void)fuse_reply_err(req, EACCES);
     auto h = std::make_unique<DirHandle>();
@@ -95,10 +98,16 @@ void MatrixFs::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
   // fault: one of an O_DIRECT descriptor's mappings is not told apart).
   if (!IsVirtual(ino) && (fi == nullptr || (fi->flags & O_DIRECT) == 0)) CacheTraffic(ino);
   if (IsVirtual(ino)) {
-    DirHandle* h = GetHandle(fi->fh);
-    if (h == nullptr) return (void)fuse_reply_err(req, EBADF);
+    std::string content;
+    if (IsSnapshot(ino)) {
+      SnapshotContent(ino, &content);  // a snapshot gone reads empty
+    } else {
+      DirHandle* h = GetHandle(fi->fh);
+      if (h == nullptr) return (void)fuse_reply_err(req, EBADF);
+      content = h->content;
+    }
     std::string chunk;
-    if (static_cast<uint64_t>(off) < h->content.size()) chunk = h->content.substr(off, size);
+    if (static_cast<uint64_t>(off) < content.size()) chunk = content.substr(off, size);
     fuse_reply_buf(req, chunk.data(), chunk.size());
     return;
   }
@@ -204,7 +213,7 @@ Status MatrixFs::DoWrite(fuse_req_t req, uint64_t ino, const char* buf, size_t s
 void MatrixFs::Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
   Count(kOpWrite);
   if (IsVirtual(ino)) {
-    if (ino != kControlIno) return (void)fuse_reply_err(req, EACCES);
+    if (VirtualFileOf(ino) != kControlIno) return (void)fuse_reply_err(req, EACCES);
     Status s = ControlCommand(req, Slice(buf, size));
     if (!s.ok()) return ReplyStatus(req, s);
     fuse_reply_write(req, size);

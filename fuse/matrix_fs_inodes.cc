@@ -140,7 +140,7 @@ Status MatrixFs::DropLink(Txn* txn, uint64_t ino, InodeAttr* a) {
   a->ctime_ns = NowNs();
   if (a->nlink > 0) return Status::OK();
   Node* n = FindNode(ino);
-  if (n != nullptr && n->open_count > 0) {
+  if (n != nullptr && InUse(*n)) {
     txn->batch.Put(OrphanKey(ino), Slice());
   } else {
     txn->Delete(ino);
@@ -165,7 +165,7 @@ Status MatrixFs::ReclaimInode(uint64_t ino) {
 // Caller holds ino's stripe: an unlinked inode whose last user went away.
 void MatrixFs::MaybeReclaim(uint64_t ino) {
   Node* n = FindNode(ino);
-  if (n == nullptr || n->deleted || !n->have_attr || n->attr.nlink > 0 || n->open_count > 0) return;
+  if (n == nullptr || n->deleted || !n->have_attr || n->attr.nlink > 0 || InUse(*n)) return;
   n->object.reset();
   Status s = ReclaimInode(ino);
   if (!s.ok()) {

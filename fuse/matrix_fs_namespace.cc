@@ -32,7 +32,8 @@ void MatrixFs::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   if (IsVirtual(parent)) {
     for (size_t i = 0; i < kNumVirtualFiles; ++i) {
       if (std::strcmp(name, kVirtualFiles[i].name) == 0) {
-        return ReplyVirtualEntry(req, kVirtDir + 1 + i);
+        const uint64_t file = kVirtDir + 1 + i;
+        return ReplyVirtualEntry(req, NoOpen() ? NewSnapshot(file) : file);
       }
     }
     fuse_reply_err(req, ENOENT);
@@ -82,7 +83,8 @@ void MatrixFs::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
 // turns into ESTALE; inode numbers are never reused, so a handle never
 // finds another file.
 // The entry of a file of the control directory (or of the directory itself):
-// generation 1 always, attributes from VirtualStat, cached for a second.
+// generation 1 always, attributes from VirtualStat, cached for a second; a
+// snapshot's (-o noopen) is not cached, so the next path walk asks again.
 void MatrixFs::ReplyVirtualEntry(fuse_req_t req, uint64_t ino) {
   fuse_entry_param e;
   std::memset(&e, 0, sizeof(e));
@@ -90,7 +92,8 @@ void MatrixFs::ReplyVirtualEntry(fuse_req_t req, uint64_t ino) {
   e.generation = 1;
   VirtualStat(ino, &e.attr);
   e.attr_timeout = e.entry_timeout = 1.0;
-  fuse_reply_entry(req, &e);
+  if (IsSnapshot(ino)) e.entry_timeout = 0.0;
+  if (fuse_reply_entry(req, &e) != 0 && IsSnapshot(ino)) DropSnapshot(ino, 1);
 }
 
 void MatrixFs::LookupDot(fuse_req_t req, uint64_t ino, bool dotdot) {
@@ -98,6 +101,7 @@ void MatrixFs::LookupDot(fuse_req_t req, uint64_t ino, bool dotdot) {
   if (IsVirtual(ino)) {
     if (dotdot && ino == kVirtDir) return Lookup(req, kRootIno, ".");
     if (dotdot) return Lookup(req, kVirtDir, ".");
+    if (IsSnapshot(ino) && !HoldSnapshot(ino)) return (void)fuse_reply_err(req, ESTALE);
     return ReplyVirtualEntry(req, ino);
   }
   uint64_t target = ino;
@@ -129,6 +133,7 @@ void MatrixFs::LookupDot(fuse_req_t req, uint64_t ino, bool dotdot) {
 }
 
 void MatrixFs::DropLookups(uint64_t ino, uint64_t nlookup) {
+  if (IsSnapshot(ino)) DropSnapshot(ino, nlookup);
   if (IsVirtual(ino)) return;
   InodeLocks locks(this, {ino});
   Node* n = FindNode(ino);
@@ -323,7 +328,7 @@ void MatrixFs::Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
         // O_TMPFILE opened without O_EXCL (I_LINKABLE); it stops being an
         // orphan in the same batch.
         const Node* n = FindNode(ino);
-        if (n == nullptr || n->deleted || n->open_count == 0) return Errno(ENOENT);
+        if (n == nullptr || n->deleted || !InUse(*n)) return Errno(ENOENT);
         txn.batch.Delete(OrphanKey(ino));
       }
       a->nlink++;

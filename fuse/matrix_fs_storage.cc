@@ -98,7 +98,7 @@ void MatrixFs::InvalidateOpenAttrs() {
   for (auto& st : stripes_) {
     std::lock_guard<std::mutex> l(st.mu);
     for (const auto& [ino, n] : st.nodes) {
-      if (n.open_count > 0) open.push_back(ino);
+      if (InUse(n)) open.push_back(ino);
     }
   }
   // Attributes only (offset -1): queued, not waited for.

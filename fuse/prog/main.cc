@@ -11,7 +11,9 @@
 // the kernel does not offer it), uring_threads=N (ring threads per CPU
 // queue, one entry each; default 4), acl / noacl (POSIX ACLs, on by
 // default), dircache / nodircache (directories opened without OPENDIR and
-// their listings cached by the kernel, on by default), allow_other,
+// their listings cached by the kernel, on by default), noopen (files opened
+// without OPEN and RELEASE: fuse/matrix_fs.h, "noopen"; not with
+// passthrough), allow_other,
 // default_permissions (always on), ro, remount (change a running mount's
 // flags, e.g. remount,ro: Remount below), debug; allow_other is implied when
 // root mounts (as for a kernel filesystem); the kernel's generic mount
@@ -86,6 +88,7 @@ struct Args {
   bool fuse_passthrough = false;  // -o passthrough (FUSE passthrough for large files)
   bool posix_acl = true;          // -o noacl turns POSIX ACLs off
   bool dir_cache = true;          // -o nodircache: OPENDIR per listing, no kernel cache of listings
+  bool no_open = false;           // -o noopen: files opened without OPEN/RELEASE
   bool uring = false;             // -o uring (FUSE over io_uring)
   int uring_threads = 4;          // -o uring_threads=N (per CPU queue)
   uint32_t spin_us = kDefaultSpinUs;  // -o spin_us=N (KernelChannel::SetSpinMicros)
@@ -113,6 +116,9 @@ const Cli kCli("matrixfs",
                "                     applies the umask); default: acl\n"
                "  -o nodircache      open directories with OPENDIR and keep no listing in the\n"
                "                     kernel (default dircache: no OPENDIR/RELEASEDIR, listings cached)\n"
+               "  -o noopen         open files without OPEN and RELEASE (fewer requests per open;\n"
+               "                     .matrixfs files are snapshots, control commands apply at\n"
+               "                     close; not with passthrough; see matrixfs(8))\n"
                "  -o spin_us=N       a FUSE worker polls N microseconds for the next request\n"
                "                     before it sleeps (0-10000, default 50; 0: off)\n"
                "  -o uring           serve requests through FUSE over io_uring (Linux 6.14+, needs\n"
@@ -202,6 +208,8 @@ void ParseOptions(const std::string& list, Args* a) {
     else if (key == "noacl") a->posix_acl = false;
     else if (key == "dircache") a->dir_cache = true;
     else if (key == "nodircache") a->dir_cache = false;
+    else if (key == "noopen") a->no_open = true;
+    else if (key == "open") a->no_open = false;
     else if (key == "uring") a->uring = true;
     else if (key == "uring_threads") {
       uint32_t n = 0;
@@ -245,6 +253,10 @@ Args ParseArgs(int argc, char** argv) {
     else pos.push_back(s);
   }
   if (pos.size() != 2) Usage("expected DATADIR and MOUNTPOINT");
+  if (a.no_open && a.fuse_passthrough && !a.remount) {
+    Usage("noopen and passthrough cannot be combined (a passthrough open needs the OPEN reply to name the "
+          "backing file); choose one");
+  }
   a.datadir = pos[0];
   a.mountpoint = pos[1];
   return a;
@@ -521,7 +533,8 @@ int Remount(const Args& a) {
     }
     if (key == "format" || key == "inline_limit" || key == "block_size" || key == "label" || key == "pool" ||
         key == "pool_size" || key == "container_share" || key == "passthrough" || key == "acl" ||
-        key == "noacl" || key == "dircache" || key == "nodircache" || key == "uring" || key == "uring_threads" ||
+        key == "noacl" || key == "dircache" || key == "nodircache" || key == "noopen" || key == "open" ||
+        key == "uring" || key == "uring_threads" ||
         key == "spin_us" || key == "debug") {
       std::fprintf(stderr, "matrixfs: remount of %s: %s applies when mounting; the running daemon keeps its "
                            "setting (unmount and mount again to change it)\n", mp.c_str(), opt.c_str());
@@ -559,6 +572,7 @@ int Serve(const Args& a, int report_fd) {
   cfg.read_only = a.read_only;
   cfg.posix_acl = a.posix_acl;
   cfg.dir_cache = a.dir_cache;
+  cfg.no_open = a.no_open;
   cfg.debug = a.debug;
   std::unique_ptr<FaultInjectionFileSystem> faults;
   const char* fault_env = std::getenv("MXFS_FAULTS");

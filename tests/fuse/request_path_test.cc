@@ -261,3 +261,65 @@ TEST_CASE("Requests: without the writeback cache close sends no FLUSH", "[fuse][
   m.Start();
   for (int i = 0; i < 5; ++i) CHECK(ReadAll(m.P("f" + std::to_string(i))) == std::string(100000, 'p'));
 }
+
+TEST_CASE("Requests: -o noopen opens files without OPEN and RELEASE, and stays correct", "[fuse][requests][noopen]") {
+  MountFixture m("allow_other,noopen");
+  for (int i = 0; i < 20; ++i) REQUIRE(WriteAll(m.P("f" + std::to_string(i)), "content " + std::to_string(i)));
+  for (int i = 0; i < 20; ++i) REQUIRE(ReadAll(m.P("f" + std::to_string(i))) == "content " + std::to_string(i));
+  auto before = Requests(m);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20; ++i) REQUIRE(ReadAll(m.P("f" + std::to_string(i))) == "content " + std::to_string(i));
+  }
+  auto after = Requests(m);
+  // At most the one refused OPEN of the mount; no RELEASE of an open the
+  // kernel made without asking.
+  CHECK(after["open"] <= 1);
+  CHECK(after["release"] - before["release"] == 0);
+  CHECK(after["open"] - before["open"] == 0);
+
+  // A file unlinked while open stays readable through its descriptor, and
+  // goes when the kernel forgets it.
+  REQUIRE(WriteAll(m.P("gone"), std::string(100000, 'g')));
+  int fd = open(m.P("gone").c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(unlink(m.P("gone").c_str()) == 0);
+  std::string buf(100000, '\0');
+  CHECK(pread(fd, buf.data(), buf.size(), 0) == static_cast<ssize_t>(buf.size()));
+  CHECK(buf == std::string(100000, 'g'));
+  close(fd);
+
+  // O_TRUNC of an existing file truncates it (the kernel sends a SETATTR:
+  // atomic O_TRUNC is off without OPEN), also across a remount.
+  REQUIRE(WriteAll(m.P("t"), std::string(5000, 'l')));
+  REQUIRE(WriteAll(m.P("t"), "short"));
+  CHECK(ReadAll(m.P("t")) == "short");
+
+  // The .matrixfs files: each open reads the state of its moment.
+  std::string s1 = ReadAll(m.P(".matrixfs/stats"));
+  REQUIRE(WriteAll(m.P("more"), "x"));
+  std::string s2 = ReadAll(m.P(".matrixfs/stats"));
+  CHECK(s1.find("requests ") != std::string::npos);
+  CHECK(s1 != s2);
+  auto r1 = Requests(m);
+  auto r2 = Requests(m);
+  CHECK(r2["lookup"] > r1["lookup"]);
+  // A control command is applied at close; a refused one fails close.
+  fd = open(m.P(".matrixfs/control").c_str(), O_WRONLY | O_TRUNC);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, "flush\n", 6) == 6);
+  CHECK(close(fd) == 0);
+  fd = open(m.P(".matrixfs/control").c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, "no such command\n", 16) == 16);
+  CHECK(close(fd) == -1);
+  // Nobody but root may write it.
+  CHECK(mxfs_test::AsUser(1000, 1000, [&] { return open(m.P(".matrixfs/control").c_str(), O_WRONLY) < 0 ? 0 : 1; }) ==
+        0);
+
+  m.Stop();
+  m.Start();
+  for (int i = 0; i < 20; ++i) CHECK(ReadAll(m.P("f" + std::to_string(i))) == "content " + std::to_string(i));
+  CHECK(ReadAll(m.P("t")) == "short");
+  struct stat st;
+  CHECK(stat(m.P("gone").c_str(), &st) == -1);
+}
