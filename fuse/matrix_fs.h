@@ -171,6 +171,9 @@ struct MountConfig {
   // Regular files opened without OPEN and RELEASE ("noopen" above); never
   // with passthrough.
   bool no_open = false;
+  // -o noflush (unsafe): FLUSH answered ENOSYS, so the kernel sends none
+  // (MatrixFs::Flush).
+  bool no_flush = false;
 };
 
 // Maps a Status to the errno a FUSE reply carries (the one place this happens).

@@ -282,7 +282,12 @@ void MatrixFs::DirectWritten(uint64_t ino, uint64_t, size_t) {
 // WRITE: every write(2) had its reply before it returned. The OPEN and
 // CREATE replies then carry FOPEN_NOFLUSH and close(2) sends nothing (the
 // kernel honours the flag only without the writeback cache, fuse_flush).
-void MatrixFs::Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+//
+// -o noflush (unsafe, off by default) refuses the first FLUSH with ENOSYS,
+// after which the kernel sends none: close(2) still waits for the
+// write-back and reports the errors the daemon answered, but no longer a
+// daemon that died during it (see above). fsync(2) still does.
+void MatrixFs::Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, cfg_.no_flush ? ENOSYS : 0); }
 
 void MatrixFs::DropOpen(uint64_t ino, uint64_t fh) {
   if (IsVirtual(ino)) {

@@ -13,7 +13,7 @@
 // default), dircache / nodircache (directories opened without OPENDIR and
 // their listings cached by the kernel, on by default), noopen (files opened
 // without OPEN and RELEASE: fuse/matrix_fs.h, "noopen"; not with
-// passthrough), allow_other,
+// passthrough), noflush (no FLUSH at close; unsafe, matrixfs(8)), allow_other,
 // default_permissions (always on), ro, remount (change a running mount's
 // flags, e.g. remount,ro: Remount below), debug; allow_other is implied when
 // root mounts (as for a kernel filesystem); the kernel's generic mount
@@ -89,6 +89,7 @@ struct Args {
   bool posix_acl = true;          // -o noacl turns POSIX ACLs off
   bool dir_cache = true;          // -o nodircache: OPENDIR per listing, no kernel cache of listings
   bool no_open = false;           // -o noopen: files opened without OPEN/RELEASE
+  bool no_flush = false;          // -o noflush: no FLUSH at close (unsafe)
   bool uring = false;             // -o uring (FUSE over io_uring)
   int uring_threads = 4;          // -o uring_threads=N (per CPU queue)
   uint32_t spin_us = kDefaultSpinUs;  // -o spin_us=N (KernelChannel::SetSpinMicros)
@@ -119,6 +120,8 @@ const Cli kCli("matrixfs",
                "  -o noopen         open files without OPEN and RELEASE (fewer requests per open;\n"
                "                     .matrixfs files are snapshots, control commands apply at\n"
                "                     close; not with passthrough; see matrixfs(8))\n"
+               "  -o noflush        no FLUSH at close (unsafe: close(2) then does not report a\n"
+               "                     daemon that died during it; fsync(2) does; see matrixfs(8))\n"
                "  -o spin_us=N       a FUSE worker polls N microseconds for the next request\n"
                "                     before it sleeps (0-10000, default 50; 0: off)\n"
                "  -o uring           serve requests through FUSE over io_uring (Linux 6.14+, needs\n"
@@ -210,6 +213,8 @@ void ParseOptions(const std::string& list, Args* a) {
     else if (key == "nodircache") a->dir_cache = false;
     else if (key == "noopen") a->no_open = true;
     else if (key == "open") a->no_open = false;
+    else if (key == "noflush") a->no_flush = true;
+    else if (key == "flush") a->no_flush = false;
     else if (key == "uring") a->uring = true;
     else if (key == "uring_threads") {
       uint32_t n = 0;
@@ -534,6 +539,7 @@ int Remount(const Args& a) {
     if (key == "format" || key == "inline_limit" || key == "block_size" || key == "label" || key == "pool" ||
         key == "pool_size" || key == "container_share" || key == "passthrough" || key == "acl" ||
         key == "noacl" || key == "dircache" || key == "nodircache" || key == "noopen" || key == "open" ||
+        key == "noflush" || key == "flush" ||
         key == "uring" || key == "uring_threads" ||
         key == "spin_us" || key == "debug") {
       std::fprintf(stderr, "matrixfs: remount of %s: %s applies when mounting; the running daemon keeps its "
@@ -573,6 +579,7 @@ int Serve(const Args& a, int report_fd) {
   cfg.posix_acl = a.posix_acl;
   cfg.dir_cache = a.dir_cache;
   cfg.no_open = a.no_open;
+  cfg.no_flush = a.no_flush;
   cfg.debug = a.debug;
   std::unique_ptr<FaultInjectionFileSystem> faults;
   const char* fault_env = std::getenv("MXFS_FAULTS");

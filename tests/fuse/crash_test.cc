@@ -38,11 +38,15 @@ int CountObjects(const std::string& datadir) {
 TEST_CASE("Crash: kill -9 during a workload loses no completed operation", "[fuse][crash]") {
   // Also on a pool-backed instance (PM WAL without sync, container L0),
   // with -o nodircache (directories opened with OPENDIR, listings not cached)
-  // and with -o noopen (files opened without OPEN; every unlinked file the
-  // kernel still holds is an orphan until its FORGET).
-  const int variant = GENERATE(0, 1, 2, 3);
+  // with -o noopen (files opened without OPEN; every unlinked file the
+  // kernel still holds is an orphan until its FORGET), and with -o
+  // noopen,noflush (no FLUSH at close either).
+  const int variant = GENERATE(0, 1, 2, 3, 4);
   const bool use_pool = variant == 1;
-  const std::string opts = variant == 2 ? "allow_other,nodircache" : variant == 3 ? "allow_other,noopen" : "allow_other";
+  const std::string opts = variant == 2   ? "allow_other,nodircache"
+                           : variant == 3 ? "allow_other,noopen"
+                           : variant == 4 ? "allow_other,noopen,noflush"
+                                          : "allow_other";
   INFO((use_pool ? "pool-backed instance" : "SSD-only instance") << ", -o " << opts);
   PoolPath pool;
   MountFixture m(opts, use_pool ? "pool=" + pool.path + ",pool_size=64M" : "");

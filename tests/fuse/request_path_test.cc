@@ -323,3 +323,26 @@ TEST_CASE("Requests: -o noopen opens files without OPEN and RELEASE, and stays c
   struct stat st;
   CHECK(stat(m.P("gone").c_str(), &st) == -1);
 }
+
+TEST_CASE("Requests: -o noflush sends no FLUSH; close still reports what the daemon refused", "[fuse][requests][noopen]") {
+  MountFixture m("allow_other,noopen,noflush");
+  for (int i = 0; i < 10; ++i) REQUIRE(WriteAll(m.P("f" + std::to_string(i)), std::string(3000, 'a' + i)));
+  auto before = Requests(m);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 10; ++i) REQUIRE(ReadAll(m.P("f" + std::to_string(i))) == std::string(3000, 'a' + i));
+  }
+  for (int i = 0; i < 10; ++i) REQUIRE(WriteAll(m.P("f" + std::to_string(i)), std::string(5000, 'A' + i)));
+  auto after = Requests(m);
+  CHECK(after["flush"] <= 1);  // the one refused
+  CHECK(after["flush"] == before["flush"]);
+  CHECK(after["open"] <= 1);  // the one refused
+  CHECK(after["release"] - before["release"] == 0);
+  // The write-back of a refused control command fails close(2).
+  int fd = open(m.P(".matrixfs/control").c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, "no such command\n", 16) == 16);
+  CHECK(close(fd) == -1);
+  m.Stop();
+  m.Start();
+  for (int i = 0; i < 10; ++i) CHECK(ReadAll(m.P("f" + std::to_string(i))) == std::string(5000, 'A' + i));
+}
