@@ -79,6 +79,7 @@ MatrixFs::~MatrixFs() { Close().IgnoreError(); }
 Status MatrixFs::Close() {
   if (!db_) return Status::OK();
   inval_.reset();  // the session has ended: nothing is cached any more
+  trimmer_.reset();  // it reads db_
   // Files still open through passthrough (the daemon ends while the kernel
   // holds them: SIGTERM, or a lazy unmount): commit what the kernel wrote so
   // far, and leave the instance unclean, because the kernel may keep writing

@@ -131,6 +131,7 @@
 
 #include "base/status.h"
 #include "fuse/kernel_channel.h"
+#include "fuse/memory_trimmer.h"
 #include "fuse/page_cache_inval.h"
 #include "fuse/schema.h"
 #include "fuse/space_guard.h"
@@ -488,6 +489,7 @@ class MatrixFs {
   FileSystem* const fs_;
   KernelChannel channel_;
   std::unique_ptr<PageCacheInval> inval_;  // from InstallChannel until Close
+  std::unique_ptr<MemoryTrimmer> trimmer_;  // from InstallChannel until Close
   int64_t mount_time_ns_ = 0;
   uint64_t generation_ = 1;
 

@@ -2,6 +2,7 @@
 // kernel), the bdi tuning in sysfs at the first request, and the read-only
 // .matrixfs directory (stats, levels, container, compactions, control).
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -364,6 +365,33 @@ std::string MatrixFs::VirtualContent(uint64_t ino) {
     std::snprintf(line, sizeof(line), "inodes %" PRIu64 " bytes_read %" PRIu64 " bytes_written %" PRIu64 "\n",
                   inode_count_.load(), bytes_read_.load(), bytes_written_.load());
     out += line;
+    {
+      // What the daemon holds in memory apart from the engine (whose caches
+      // are in the kvcore section above): the inode table, open .matrixfs
+      // handles, readdir cookies, and glibc malloc's view of the heap
+      // (in use, free but kept, and mmapped).
+      uint64_t nodes = 0;
+      for (Stripe& st : stripes_) {
+        std::lock_guard<std::mutex> l(st.mu);
+        nodes += st.nodes.size();
+      }
+      size_t handles = 0, cookies = 0;
+      {
+        std::lock_guard<std::mutex> l(handles_mu_);
+        handles = handles_.size();
+      }
+      {
+        std::lock_guard<std::mutex> l(cookies_mu_);
+        cookies = cookies_.size();
+      }
+      const struct mallinfo2 mi = mallinfo2();
+      std::snprintf(line, sizeof(line),
+                    "memory inode_table=%" PRIu64 " handles=%zu readdir_cookies=%zu malloc_in_use_kb=%zu "
+                    "malloc_free_kb=%zu malloc_mmap_kb=%zu trims=%" PRIu64 " trim_ms=%" PRIu64 "\n",
+                    nodes, handles, cookies, mi.uordblks >> 10, mi.fordblks >> 10, mi.hblkhd >> 10,
+                    trimmer_ ? trimmer_->Trims() : 0, trimmer_ ? trimmer_->TrimMicros() / 1000 : 0);
+      out += line;
+    }
     std::snprintf(line, sizeof(line), "orphans_reclaimed_at_mount %" PRIu64 " objects_collected_at_mount %" PRIu64 "\n",
                   orphans_reclaimed_, objects_collected_);
     out += line;

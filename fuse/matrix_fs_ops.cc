@@ -145,6 +145,18 @@ Status MatrixFs::InstallChannel(fuse_session* se) {
       .splice_send = nullptr,
   };
   inval_ = std::make_unique<PageCacheInval>(se);
+  // Free heap pages go back to the kernel after work (fuse/memory_trimmer.h):
+  // the activity fingerprint is the requests answered and the engine's
+  // counters (flushes and compactions free memory after the requests end).
+  trimmer_ = std::make_unique<MemoryTrimmer>(
+      [this] {
+        uint64_t f = 0;
+        for (const auto& r : requests_) f += r.load(std::memory_order_relaxed);
+        std::string stats;
+        if (db_->GetProperty("matrixkv.stats", &stats)) f += std::hash<std::string>{}(stats);
+        return f;
+      },
+      std::chrono::seconds(2));
   return channel_.Install(se, &kIo);
 }
 

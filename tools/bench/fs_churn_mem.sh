@@ -3,17 +3,21 @@
 # Mounts a fresh MatrixFS with a pool, then for DURATION seconds unpacks a
 # tarball of /usr/include into it and removes it again (tar xf; sync; rm
 # -rf; sync), and samples the daemon's VmRSS and RssAnon (/proc/PID/status)
-# every 5 s.
+# and the "memory" line of .matrixfs/stats (inode table, glibc malloc's
+# bytes in use, free but kept, mmapped; trims) every 5 s.
 #
 # Usage: tools/bench/fs_churn_mem.sh [--build DIR] [--duration S] [--work DIR] [--out DIR]
 #   --build     build directory holding bin/matrixfs (build)
 #   --duration  seconds of churn (600)
 #   --work      scratch directory for the data directory and the mount
 #               (/tmp/fs_churn_mem); the pool goes to /dev/shm
-#   --out       where mem.csv (t_s,round,rss_mb,anon_mb) and rounds.csv
-#               (round,tar_s,rm_s,at_s) go (the work directory)
-# Prints one line per round. Needs root (mount). Run it under
-# `flock /tmp/bench.lock` beside other benchmarks.
+#   --out       where mem.csv (t_s,round,rss_mb,anon_mb,inode_table,
+#               malloc_in_use_mb,malloc_free_mb,malloc_mmap_mb,trims),
+#               rounds.csv (round,tar_s,rm_s,at_s) and, with gnuplot,
+#               mem.png go (the work directory)
+# Prints one line per round and the load average at the start and the end.
+# Needs root (mount). Run it under `flock /tmp/bench.lock` beside other
+# benchmarks.
 set -euo pipefail
 build=build duration=600 work=/tmp/fs_churn_mem out=
 while [ $# -gt 0 ]; do
@@ -42,13 +46,18 @@ cleanup() {
 trap cleanup EXIT
 for _ in $(seq 1 300); do mountpoint -q "$work/mnt" && break; kill -0 "$pid" || break; sleep 0.1; done
 mountpoint -q "$work/mnt" || { echo "fs_churn_mem.sh: the daemon did not mount; its log:" >&2; cat "$work/daemon.log" >&2; exit 1; }
-echo "t_s,round,rss_mb,anon_mb" >"$out/mem.csv"
+echo "t_s,round,rss_mb,anon_mb,inode_table,malloc_in_use_mb,malloc_free_mb,malloc_mmap_mb,trims" >"$out/mem.csv"
+echo "fs_churn_mem.sh: start, load: $(uptime)"
 echo "round,tar_s,rm_s,at_s" >"$out/rounds.csv"
 t0=$(date +%s)
 echo 0 >"$work/round"
 (while kill -0 "$pid" 2>/dev/null; do
-   awk -v t=$(($(date +%s) - t0)) -v r="$(cat "$work/round")" \
-     '/^VmRSS/ {rss = $2 / 1024} /^RssAnon/ {anon = $2 / 1024} END {printf "%d,%s,%.1f,%.1f\n", t, r, rss, anon}' \
+   m=$(grep '^memory ' "$work/mnt/.matrixfs/stats" 2>/dev/null || true)
+   awk -v t=$(($(date +%s) - t0)) -v r="$(cat "$work/round")" -v m="$m" \
+     'function f(k,  i) { for (i = 1; i <= n; i++) if (kv[i] ~ "^" k "=") return substr(kv[i], length(k) + 2); return "" }
+      /^VmRSS/ {rss = $2 / 1024} /^RssAnon/ {anon = $2 / 1024}
+      END {n = split(m, kv, " "); printf "%d,%s,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%s\n", t, r, rss, anon, f("inode_table"),
+           f("malloc_in_use_kb") / 1024, f("malloc_free_kb") / 1024, f("malloc_mmap_kb") / 1024, f("trims")}' \
      "/proc/$pid/status" >>"$out/mem.csv" 2>/dev/null || true
    sleep 5
  done) &
@@ -65,4 +74,21 @@ while [ $(($(date +%s) - t0)) -lt "$duration" ]; do
   echo "$line" >>"$out/rounds.csv"
   echo "round $line (round,tar_s,rm_s,at_s)"
 done
+echo "fs_churn_mem.sh: end, load: $(uptime)"
+if command -v gnuplot >/dev/null; then
+  gnuplot <<EOF || echo "fs_churn_mem.sh: gnuplot failed; no mem.png" >&2
+set terminal pngcairo size 900,500
+set output "$out/mem.png"
+set datafile separator ","
+set key left top
+set xlabel "minutes"
+set ylabel "MB"
+set grid
+set title "matrixfs daemon memory under churn (tar xf /usr/include, rm -rf; $r rounds)"
+plot "$out/mem.csv" every ::1 using (\$1/60):4 with lines lw 2 title "RssAnon (private)", \
+     "" every ::1 using (\$1/60):6 with lines title "malloc in use", \
+     "" every ::1 using (\$1/60):7 with lines title "malloc free, kept", \
+     "" every ::1 using (\$1/60):8 with lines title "malloc mmapped"
+EOF
+fi
 echo "fs_churn_mem.sh: $r rounds in $duration s; $out/mem.csv, $out/rounds.csv"
