@@ -175,6 +175,9 @@ struct MountConfig {
   // -o noflush (unsafe): FLUSH answered ENOSYS, so the kernel sends none
   // (MatrixFs::Flush).
   bool no_flush = false;
+  // -o daemon_perms: mounted without default_permissions; the daemon checks
+  // every permission itself (fuse/matrix_fs_perm.cc).
+  bool daemon_perms = false;
 };
 
 // Maps a Status to the errno a FUSE reply carries (the one place this happens).
@@ -403,8 +406,10 @@ class MatrixFs {
   // kill_suidgid: the kernel's FUSE_HANDLE_KILLPRIV_V2 flag on this write,
   // truncate, open(O_TRUNC) or chown (KernelChannel::KillSuidGid); the
   // set-id bits go in the operation's own batch (see KilledSetIdBits).
+  // check_perm: a SETATTR from the kernel, checked by CheckSetAttrPerm
+  // (by_fd: it names an open file).
   Status DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, int to_set, bool kill_suidgid,
-                   InodeAttr* out);
+                   InodeAttr* out, bool check_perm = false, bool by_fd = false);
   // After a committed O_DIRECT write of [off, off + size): pages the kernel
   // may have cached meanwhile are dropped before the reply
   // (fuse/page_cache_inval.h; the whole file, and nothing when Node's
@@ -442,6 +447,18 @@ class MatrixFs {
   // every buffered write(2) asks (GetAttr refuses it with ENOSPC).
   double AttrTimeout() const { return space_.Full() ? 0.0 : cfg_.attr_timeout; }
   Status CheckSticky(fuse_req_t req, const InodeAttr& dir, const InodeAttr& victim) const;
+  // -o daemon_perms (fuse/matrix_fs_perm.cc; all OK without it). CheckPerm:
+  // the caller may ask mask (R_OK | W_OK | X_OK) of attributes a (EACCES).
+  // CheckPermOf: the same for directory ino, which it locks and loads (root
+  // passes without either). OwnerOrRoot: the caller owns a or is uid 0.
+  // CheckSetAttrPerm: the chmod/chown/truncate/utimes rules of
+  // setattr_prepare; by_fd: the SETATTR names an open file. CheckXattrPerm:
+  // user.* needs read (get) or write (set, remove); locks ino.
+  Status CheckPerm(fuse_req_t req, const InodeAttr& a, int mask) const;
+  Status CheckPermOf(fuse_req_t req, uint64_t ino, int mask);
+  bool OwnerOrRoot(fuse_req_t req, const InodeAttr& a) const;
+  Status CheckSetAttrPerm(fuse_req_t req, const InodeAttr& a, const struct stat* in, int to_set, bool by_fd) const;
+  Status CheckXattrPerm(fuse_req_t req, uint64_t ino, const char* name, bool write);
   // POSIX ACLs (fuse/posix_acl.h). NewInodeAcl: posix_acl_create for a new
   // inode under parent, in its batch (umask when the parent has no default
   // ACL). SetAcl: setxattr of system.posix_acl_*, mode update included.

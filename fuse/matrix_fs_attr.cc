@@ -76,12 +76,13 @@ void MatrixFs::GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 Status MatrixFs::DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, int to_set, bool kill_suidgid,
-                           InodeAttr* out) {
+                           InodeAttr* out, bool check_perm, bool by_fd) {
   InodeLocks locks(this, {ino});
   Txn txn(this);
   auto ar = txn.Attr(ino);
   if (!ar) return ar.error();
   InodeAttr* a = *ar;
+  if (check_perm) MXFS_RETURN_IF_ERROR(CheckSetAttrPerm(req, *a, in, to_set, by_fd));
   int64_t now = NowNs();
   std::vector<uint64_t> drop_objects;
   if (to_set & FUSE_SET_ATTR_MODE) {
@@ -137,7 +138,7 @@ Status MatrixFs::DoSetAttr(fuse_req_t req, uint64_t ino, const struct stat* in, 
   return Status::OK();
 }
 
-void MatrixFs::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
+void MatrixFs::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
   Count(kOpSetAttr);
   if (IsVirtual(ino)) {
     // -o noopen: an open of the control file with O_TRUNC (no atomic O_TRUNC
@@ -168,7 +169,7 @@ void MatrixFs::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to
     kill = to_set == FUSE_SET_ATTR_CTIME || (to_set == 0 && fuse_req_ctx(req)->uid != 0);
   }
   InodeAttr a;
-  Status s = DoSetAttr(req, ino, attr, to_set, kill, &a);
+  Status s = DoSetAttr(req, ino, attr, to_set, kill, &a, cfg_.daemon_perms, fi != nullptr);
   if (!s.ok()) return ReplyStatus(req, s);
   if (to_set & FUSE_SET_ATTR_SIZE) Freed();
   struct stat st;
@@ -187,17 +188,10 @@ void MatrixFs::Access(fuse_req_t req, fuse_ino_t ino, int mask) {
     if (!a) return ReplyStatus(req, a.error());
     FillStat(ino, *a, &st);
   }
+  // The kernel sends ACCESS only without default_permissions (-o
+  // daemon_perms), for access(2) and chdir(2).
   if (mask == F_OK) return (void)fuse_reply_err(req, 0);
-  const fuse_ctx* ctx = fuse_req_ctx(req);
-  if (ctx->uid == 0) {
-    bool ok = !(mask & X_OK) || S_ISDIR(st.st_mode) || (st.st_mode & 0111);
-    return (void)fuse_reply_err(req, ok ? 0 : EACCES);
-  }
-  unsigned perms;
-  if (ctx->uid == st.st_uid) perms = (st.st_mode >> 6) & 7;
-  else if (CallerInGroup(req, st.st_gid)) perms = (st.st_mode >> 3) & 7;
-  else perms = st.st_mode & 7;
-  fuse_reply_err(req, (static_cast<unsigned>(mask) & perms) == static_cast<unsigned>(mask) ? 0 : EACCES);
+  fuse_reply_err(req, PermErrno(req, st.st_mode, st.st_uid, st.st_gid, mask));
 }
 
 void MatrixFs::StatFs(fuse_req_t req, fuse_ino_t) {

@@ -45,6 +45,7 @@ void MatrixFs::OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       auto a = LoadAttr(ino);
       if (!a) s = a.error();
       else if (!a->IsDir()) s = Errno(ENOTDIR);
+      else s = CheckPerm(req, *a, R_OK);
     }
     if (!s.ok()) return ReplyStatus(req, s);
   } else if (ino != kVirtDir) {
@@ -57,6 +58,11 @@ void MatrixFs::OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void MatrixFs::ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*, bool plus) {
   Count(kOpReadDir);
+  // Without OPENDIR (dircache) the listing's first READDIR is where read
+  // permission is checked (-o daemon_perms).
+  if (off == 0) {
+    if (Status p = CheckPermOf(req, ino, R_OK); !p.ok()) return ReplyStatus(req, p);
+  }
   std::string buf(size, '\0');
   size_t pos = 0;
   Status s = FillDir(req, ino, size, off, plus, &buf, &pos);

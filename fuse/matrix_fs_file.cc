@@ -52,6 +52,8 @@ void MatrixFs::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       s = a.error();
     } else if (a->IsDir() && (fi->flags & O_ACCMODE) != O_RDONLY) {
       s = Errno(EISDIR);
+    } else if (Status p = CheckPerm(req, *a, OpenMask(fi->flags)); !p.ok()) {
+      s = p;
     } else {
       Node& n = NodeFor(ino);
       n.open_count++;

@@ -98,6 +98,13 @@ bool CallerInGroup(fuse_req_t req, gid_t gid);
 uint32_t KilledSetIdBits(fuse_req_t req, const InodeAttr& a, bool may_be_privileged);
 // A name of a new or looked-up entry: 1..255 bytes (ENOENT, ENAMETOOLONG).
 Status CheckName(const char* name);
+
+// -o daemon_perms (fuse/matrix_fs_perm.cc): PermErrno is 0 or EACCES for
+// the caller asking mask (R_OK | W_OK | X_OK) of an inode with this mode,
+// owner and group (uid 0 passes all but exec of a file without x bits);
+// OpenMask is what an open with these flags asks.
+int PermErrno(fuse_req_t req, uint32_t mode, uint32_t uid, uint32_t gid, int mask);
+int OpenMask(int flags);
 // Names the calling libfuse worker "mxfs-fuse" at its first request.
 void NameThread();
 

@@ -26,6 +26,7 @@ void MatrixFs::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) {
     return LookupDot(req, parent, name[1] == '.');
   }
+  if (Status p = CheckPermOf(req, parent, X_OK); !p.ok()) return ReplyStatus(req, p);
   if (parent == kRootIno && std::strcmp(name, kMatrixDirName) == 0) {
     return ReplyVirtualEntry(req, kVirtDir);
   }
@@ -213,6 +214,7 @@ Status MatrixFs::MakeNode(fuse_req_t req, uint64_t parent, const char* name, uin
   } else {
     MXFS_RETURN_IF_ERROR(CheckNewEntry(*p, dkey));
   }
+  MXFS_RETURN_IF_ERROR(CheckPerm(req, *p, W_OK | X_OK));
   int64_t now = NowNs();
   InodeAttr a;
   a.mode = mode;
@@ -322,6 +324,16 @@ void MatrixFs::Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
       if (a->nlink >= 65000) return Errno(EMLINK);
       std::string dkey = DentryKey(newparent, newname);
       MXFS_RETURN_IF_ERROR(CheckNewEntry(*p, dkey));
+      MXFS_RETURN_IF_ERROR(CheckPerm(req, *p, W_OK | X_OK));
+      if (cfg_.daemon_perms && !OwnerOrRoot(req, *a)) {
+        // may_linkat with fs.protected_hardlinks (the default): a caller
+        // who does not own the source must be able to read and write a
+        // regular file that is not set-id.
+        if (!a->IsReg() || (a->mode & S_ISUID) || ((a->mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) ||
+            !CheckPerm(req, *a, R_OK | W_OK).ok()) {
+          return Errno(EPERM, "protected hardlink");
+        }
+      }
       int64_t now = NowNs();
       if (a->nlink == 0) {
         // Naming an unlinked inode: the kernel allows it only for an
@@ -366,6 +378,7 @@ Status MatrixFs::DoRemove(fuse_req_t req, uint64_t parent, const std::string& na
     if (!ar) return ar.error();
     InodeAttr* p = *pr;
     InodeAttr* a = *ar;
+    MXFS_RETURN_IF_ERROR(CheckPerm(req, *p, W_OK | X_OK));
     if (dir && !a->IsDir()) return Errno(ENOTDIR);
     if (!dir && a->IsDir()) return Errno(EISDIR);
     MXFS_RETURN_IF_ERROR(CheckSticky(req, *p, *a));
@@ -490,6 +503,13 @@ Status MatrixFs::DoRename(fuse_req_t req, uint64_t parent, const std::string& na
       if (*b) return Errno(EINVAL, "rename into own subtree");
     }
     if ((flags & RENAME_EXCHANGE) && d == nullptr) return Errno(ENOENT);
+    MXFS_RETURN_IF_ERROR(CheckPerm(req, *pp, W_OK | X_OK));
+    MXFS_RETURN_IF_ERROR(CheckPerm(req, *np, W_OK | X_OK));
+    if (parent != newparent) {
+      // A directory that changes parent rewrites its "..": write on it.
+      if (a->IsDir()) MXFS_RETURN_IF_ERROR(CheckPerm(req, *a, W_OK));
+      if ((flags & RENAME_EXCHANGE) && d->IsDir()) MXFS_RETURN_IF_ERROR(CheckPerm(req, *d, W_OK));
+    }
     MXFS_RETURN_IF_ERROR(CheckSticky(req, *pp, *a));
     if (d != nullptr) MXFS_RETURN_IF_ERROR(CheckSticky(req, *np, *d));
     int64_t now = NowNs();

@@ -66,6 +66,7 @@ void MatrixFs::SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const 
   if (int e = XattrNamespaceErrno(name, AclsOn()); e != 0) return (void)fuse_reply_err(req, e);
   if (size > kMaxXattrValueLen) return (void)fuse_reply_err(req, E2BIG);
   if (Status s = Admit(std::strlen(name) + size + 64); !s.ok()) return ReplyStatus(req, s);
+  if (Status p = CheckXattrPerm(req, ino, name, true); !p.ok()) return ReplyStatus(req, p);
   Status s = [&]() -> Status {
     InodeLocks locks(this, {ino});
     Txn txn(this);
@@ -104,6 +105,7 @@ void MatrixFs::GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t
   Count(kOpXattr);
   if (int e = XattrNamespaceErrno(name, AclsOn()); e != 0) return (void)fuse_reply_err(req, e);
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, ENODATA);
+  if (Status p = CheckXattrPerm(req, ino, name, false); !p.ok()) return ReplyStatus(req, p);
   std::string v;
   Status s = db_->Get(ReadOptions(), XattrKey(ino, name), &v);
   if (s.IsNotFound()) return (void)fuse_reply_err(req, ENODATA);
@@ -137,6 +139,7 @@ void MatrixFs::RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   if (IsVirtual(ino)) return (void)fuse_reply_err(req, EPERM);
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
   if (int e = XattrNamespaceErrno(name, AclsOn()); e != 0) return (void)fuse_reply_err(req, e);
+  if (Status p = CheckXattrPerm(req, ino, name, true); !p.ok()) return ReplyStatus(req, p);
   Status s = [&]() -> Status {
     InodeLocks locks(this, {ino});
     Txn txn(this);

@@ -90,6 +90,8 @@ struct Args {
   bool dir_cache = true;          // -o nodircache: OPENDIR per listing, no kernel cache of listings
   bool no_open = false;           // -o noopen: files opened without OPEN/RELEASE
   bool no_flush = false;          // -o noflush: no FLUSH at close (unsafe)
+  bool daemon_perms = false;      // -o daemon_perms: the daemon checks permissions, not the kernel
+  bool acl_asked = false;         // -o acl given
   bool uring = false;             // -o uring (FUSE over io_uring)
   int uring_threads = 4;          // -o uring_threads=N (per CPU queue)
   uint32_t spin_us = kDefaultSpinUs;  // -o spin_us=N (KernelChannel::SetSpinMicros)
@@ -122,6 +124,10 @@ const Cli kCli("matrixfs",
                "                     close; not with passthrough; see matrixfs(8))\n"
                "  -o noflush        no FLUSH at close (unsafe: close(2) then does not report a\n"
                "                     daemon that died during it; fsync(2) does; see matrixfs(8))\n"
+               "  -o daemon_perms    the daemon checks permissions instead of the kernel (no\n"
+               "                     default_permissions: no GETATTR of the parent after each create\n"
+               "                     or unlink); serves only the mounting user (not with allow_other,\n"
+               "                     not even for root) and implies noacl\n"
                "  -o spin_us=N       a FUSE worker polls N microseconds for the next request\n"
                "                     before it sleeps (0-10000, default 50; 0: off)\n"
                "  -o uring           serve requests through FUSE over io_uring (Linux 6.14+, needs\n"
@@ -207,7 +213,7 @@ void ParseOptions(const std::string& list, Args* a) {
     }
     else if (key == "debug") a->debug = a->foreground = true;
     else if (key == "passthrough") a->fuse_passthrough = true;
-    else if (key == "acl") a->posix_acl = true;
+    else if (key == "acl") a->posix_acl = a->acl_asked = true;
     else if (key == "noacl") a->posix_acl = false;
     else if (key == "dircache") a->dir_cache = true;
     else if (key == "nodircache") a->dir_cache = false;
@@ -215,6 +221,7 @@ void ParseOptions(const std::string& list, Args* a) {
     else if (key == "open") a->no_open = false;
     else if (key == "noflush") a->no_flush = true;
     else if (key == "flush") a->no_flush = false;
+    else if (key == "daemon_perms") a->daemon_perms = true;
     else if (key == "uring") a->uring = true;
     else if (key == "uring_threads") {
       uint32_t n = 0;
@@ -261,6 +268,20 @@ Args ParseArgs(int argc, char** argv) {
   if (a.no_open && a.fuse_passthrough && !a.remount) {
     Usage("noopen and passthrough cannot be combined (a passthrough open needs the OPEN reply to name the "
           "backing file); choose one");
+  }
+  if (a.daemon_perms) {
+    // The kernel asks the daemon nothing for what it caches (dentries,
+    // listings), so the daemon's checks hold for one user only; and the
+    // kernel turns default_permissions back on with POSIX ACLs.
+    if (a.allow_other && !a.remount) {
+      Usage("daemon_perms serves only the mounting user: it cannot be combined with allow_other");
+    }
+    if (a.acl_asked) Usage("daemon_perms has no POSIX ACLs: it cannot be combined with acl");
+    if (a.no_open) {
+      Usage("daemon_perms and noopen cannot be combined (without OPEN the daemon cannot check an open's "
+            "permissions); choose one");
+    }
+    a.posix_acl = false;
   }
   a.datadir = pos[0];
   a.mountpoint = pos[1];
@@ -539,7 +560,7 @@ int Remount(const Args& a) {
     if (key == "format" || key == "inline_limit" || key == "block_size" || key == "label" || key == "pool" ||
         key == "pool_size" || key == "container_share" || key == "passthrough" || key == "acl" ||
         key == "noacl" || key == "dircache" || key == "nodircache" || key == "noopen" || key == "open" ||
-        key == "noflush" || key == "flush" ||
+        key == "noflush" || key == "flush" || key == "daemon_perms" ||
         key == "uring" || key == "uring_threads" ||
         key == "spin_us" || key == "debug") {
       std::fprintf(stderr, "matrixfs: remount of %s: %s applies when mounting; the running daemon keeps its "
@@ -580,6 +601,7 @@ int Serve(const Args& a, int report_fd) {
   cfg.dir_cache = a.dir_cache;
   cfg.no_open = a.no_open;
   cfg.no_flush = a.no_flush;
+  cfg.daemon_perms = a.daemon_perms;
   cfg.debug = a.debug;
   std::unique_ptr<FaultInjectionFileSystem> faults;
   const char* fault_env = std::getenv("MXFS_FAULTS");
@@ -607,7 +629,8 @@ int Serve(const Args& a, int report_fd) {
   if (!(*fs)->forced_read_only().empty()) {
     std::fprintf(stderr, "matrixfs: warning: %s\n", (*fs)->forced_read_only().c_str());
   }
-  std::string opts = "default_permissions,fsname=" + a.datadir + ",subtype=matrixfs";
+  std::string opts = std::string(a.daemon_perms ? "" : "default_permissions,") + "fsname=" + a.datadir +
+                     ",subtype=matrixfs";
   if (a.allow_other) opts += ",allow_other";
   for (const auto& o : a.passthrough) opts += "," + o;
   if (read_only && !a.read_only) opts += ",ro";
@@ -717,7 +740,8 @@ int Main(int argc, char** argv) {
   Args a = ParseArgs(argc, argv);
   // Like a kernel filesystem, a mount made by root serves every user; the
   // kernel checks permissions (default_permissions is always on).
-  if (::geteuid() == 0) a.allow_other = true;
+  // -o daemon_perms: only the mounting user (fuse/matrix_fs_perm.cc).
+  if (::geteuid() == 0 && !a.daemon_perms) a.allow_other = true;
   if (a.remount) return Remount(a);
   struct stat st;
   if (a.format_opts && !a.format) {

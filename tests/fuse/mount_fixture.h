@@ -139,6 +139,17 @@ class MountFixture {
   MountFixture(const MountFixture&) = delete;
   MountFixture& operator=(const MountFixture&) = delete;
 
+  // For the next Start: the -o options (instead of the constructor's), and
+  // the daemon's real uid and gid (0: root). With real_uid != 0 the daemon
+  // keeps root as its effective ids, so it can still mount, and the kernel
+  // records real_uid/real_gid as the mount's owner (user_id, group_id):
+  // without allow_other only that user's processes may enter, root's not.
+  void SetOptions(std::string opts) { opts_ = std::move(opts); }
+  void SetDaemonUser(uid_t real_uid, gid_t real_gid) {
+    real_uid_ = real_uid;
+    real_gid_ = real_gid;
+  }
+
   const std::string& mnt() const { return mnt_; }
   const std::string& datadir() const { return datadir_; }
   const std::string& root() const { return root_; }
@@ -159,6 +170,10 @@ class MountFixture {
       if (fd >= 0) {
         dup2(fd, 1);
         dup2(fd, 2);
+      }
+      if (real_uid_ != 0 && (setgroups(0, nullptr) != 0 || setresgid(real_gid_, 0, 0) != 0 ||
+                             setresuid(real_uid_, 0, 0) != 0)) {
+        _exit(126);
       }
       std::vector<std::string> args = {bin, datadir_, mnt_, "-f"};
       if (!opts.empty()) {
@@ -263,6 +278,8 @@ class MountFixture {
 
  private:
   std::string opts_;
+  uid_t real_uid_ = 0;
+  gid_t real_gid_ = 0;
   std::string root_, datadir_, mnt_, tmpfs_;
   pid_t pid_ = -1;
 };
