@@ -376,7 +376,10 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   for (const auto& imm : view->imms) iters.push_back(imm->NewIterator());
   view->version->AddIterators(options, &iters);
   auto merged = NewMergingIterator(&ctx_.icmp, std::move(iters));
-  auto db_iter = NewDBIterator(ctx_.icmp.user_comparator(), blob_store_.get(), std::move(merged), seq);
+  // A prefix scan's DBIter ends at the prefix's limit: without it, a scan
+  // that reaches the end of the prefix walks every tombstone after it.
+  auto db_iter = NewDBIterator(ctx_.icmp.user_comparator(), blob_store_.get(), std::move(merged), seq,
+                               options.prefix.empty() ? std::string() : PrefixLimit(options.prefix));
   db_iter->RegisterCleanup([view] {});
   if (!options.prefix.empty()) return NewPrefixIterator(std::move(db_iter), options.prefix);
   return db_iter;

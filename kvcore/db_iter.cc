@@ -10,8 +10,9 @@ namespace {
 
 class DBIter final : public Iterator {
  public:
-  DBIter(const Comparator* cmp, BlobStore* blobs, std::unique_ptr<Iterator> iter, SequenceNumber s)
-      : user_cmp_(cmp), blobs_(blobs), iter_(std::move(iter)), sequence_(s) {}
+  DBIter(const Comparator* cmp, BlobStore* blobs, std::unique_ptr<Iterator> iter, SequenceNumber s,
+         std::string upper_bound)
+      : user_cmp_(cmp), blobs_(blobs), iter_(std::move(iter)), sequence_(s), upper_bound_(std::move(upper_bound)) {}
 
   bool Valid() const override { return valid_; }
   Slice key() const override { return direction_ == kForward ? ExtractUserKey(iter_->key()) : Slice(saved_key_); }
@@ -101,7 +102,16 @@ class DBIter final : public Iterator {
   void SeekToLast() override {
     direction_ = kReverse;
     saved_value_.clear();
-    iter_->SeekToLast();
+    if (!upper_bound_.empty()) {
+      // The last entry below the bound.
+      std::string bound;
+      AppendInternalKey(&bound, upper_bound_, kMaxSequenceNumber, kValueTypeForSeek);
+      iter_->Seek(bound);
+      if (iter_->Valid()) iter_->Prev();
+      else iter_->SeekToLast();
+    } else {
+      iter_->SeekToLast();
+    }
     FindPrevUserEntry();
   }
 
@@ -120,7 +130,11 @@ class DBIter final : public Iterator {
     blob_ = false;
     do {
       ParsedInternalKey ikey;
-      if (ParseKey(&ikey) && ikey.sequence <= sequence_) {
+      const bool parsed = ParseKey(&ikey);
+      if (parsed && !upper_bound_.empty() && user_cmp_->Compare(ikey.user_key, upper_bound_) >= 0) {
+        break;  // past the bound: nothing more, whatever follows
+      }
+      if (parsed && ikey.sequence <= sequence_) {
         switch (ikey.type) {
           case kTypeDeletion:
             saved_key_.assign(ikey.user_key.data(), ikey.user_key.size());
@@ -182,6 +196,9 @@ class DBIter final : public Iterator {
   BlobStore* const blobs_;
   std::unique_ptr<Iterator> iter_;
   const SequenceNumber sequence_;
+  // Forward scans end at the first entry at or past it (empty: none), so
+  // the deletions that follow a prefix's keys are never stepped over.
+  const std::string upper_bound_;
   Status status_;
   std::string saved_key_;
   std::string saved_value_;
@@ -201,9 +218,7 @@ class PrefixIter final : public Iterator {
     // The first key above every key with the prefix: the prefix with its
     // last byte below 0xff incremented and what follows it dropped (none if
     // every byte is 0xff).
-    limit_ = prefix_;
-    while (!limit_.empty() && static_cast<uint8_t>(limit_.back()) == 0xff) limit_.pop_back();
-    if (!limit_.empty()) limit_.back() = static_cast<char>(static_cast<uint8_t>(limit_.back()) + 1);
+    limit_ = PrefixLimit(prefix_);
   }
   bool Valid() const override { return iter_->Valid() && iter_->key().starts_with(prefix_); }
   void SeekToFirst() override { iter_->Seek(prefix_); }
@@ -238,9 +253,17 @@ std::unique_ptr<Iterator> NewPrefixIterator(std::unique_ptr<Iterator> db_iter, s
   return std::make_unique<PrefixIter>(std::move(db_iter), std::move(prefix));
 }
 
+std::string PrefixLimit(const std::string& prefix) {
+  std::string limit = prefix;
+  while (!limit.empty() && static_cast<uint8_t>(limit.back()) == 0xff) limit.pop_back();
+  if (!limit.empty()) limit.back() = static_cast<char>(static_cast<uint8_t>(limit.back()) + 1);
+  return limit;
+}
+
 std::unique_ptr<Iterator> NewDBIterator(const Comparator* user_cmp, BlobStore* blobs,
-                                        std::unique_ptr<Iterator> internal, SequenceNumber sequence) {
-  return std::make_unique<DBIter>(user_cmp, blobs, std::move(internal), sequence);
+                                        std::unique_ptr<Iterator> internal, SequenceNumber sequence,
+                                        std::string upper_bound) {
+  return std::make_unique<DBIter>(user_cmp, blobs, std::move(internal), sequence, std::move(upper_bound));
 }
 
 }  // namespace mxfs

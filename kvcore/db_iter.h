@@ -27,8 +27,18 @@ namespace mxfs {
 
 class BlobStore;
 
+// upper_bound (empty: none): the DBIter shows no user key >= it, and a
+// forward scan stops at the first entry there instead of stepping over the
+// deletions that follow (the keys of removed files right after a prefix's
+// live ones would otherwise be walked by every scan that reaches its end).
 std::unique_ptr<Iterator> NewDBIterator(const Comparator* user_cmp, BlobStore* blobs,
-                                        std::unique_ptr<Iterator> internal, SequenceNumber sequence);
+                                        std::unique_ptr<Iterator> internal, SequenceNumber sequence,
+                                        std::string upper_bound = "");
+
+// The first key above every key that starts with prefix: the prefix with its
+// last byte below 0xff incremented and what follows dropped ("" if every
+// byte is 0xff).
+std::string PrefixLimit(const std::string& prefix);
 
 // The user keys of db_iter (a DBIter) that start with prefix (not empty):
 // !Valid() past them in either direction, Seek below prefix seeks prefix,

@@ -108,7 +108,9 @@ struct ReadOptions {
   // !Valid() past them; Seek below prefix seeks prefix, SeekToFirst and
   // SeekToLast stay inside), and it leaves out every memtable-free source
   // that holds no such key: container rows by key range and prefix bloom
-  // (Options::prefix_length), tables by key range. Get ignores it.
+  // (Options::prefix_length), tables by key range; a forward scan stops at
+  // the prefix's end instead of stepping over the deletions that follow it.
+  // Get ignores it.
   std::string prefix;
 };
 

@@ -175,6 +175,83 @@ TEST_CASE("PrefixIterator: shows only the prefix's keys, in both directions and 
   CHECK_FALSE(it->Valid());
 }
 
+namespace {
+
+// Counts the steps taken over the internal entries below a DBIter.
+class CountingIter final : public Iterator {
+ public:
+  CountingIter(std::unique_ptr<Iterator> it, int* steps) : it_(std::move(it)), steps_(steps) {}
+  bool Valid() const override { return it_->Valid(); }
+  void SeekToFirst() override { it_->SeekToFirst(); }
+  void SeekToLast() override { it_->SeekToLast(); }
+  void Seek(const Slice& t) override { it_->Seek(t); }
+  void Next() override {
+    ++*steps_;
+    it_->Next();
+  }
+  void Prev() override {
+    ++*steps_;
+    it_->Prev();
+  }
+  Slice key() const override { return it_->key(); }
+  Slice value() const override { return it_->value(); }
+  Status status() const override { return it_->status(); }
+
+ private:
+  std::unique_ptr<Iterator> it_;
+  int* steps_;
+};
+
+}  // namespace
+
+TEST_CASE("DBIter: an upper bound ends a scan before the deletions that follow the range") {
+  auto m = NewMem();
+  SequenceNumber seq = 0;
+  m->Add(++seq, kTypeValue, "p1", "v");
+  m->Add(++seq, kTypeValue, "p2", "v");
+  for (int i = 0; i < 1000; ++i) {
+    const std::string k = "q" + std::to_string(1000 + i);
+    m->Add(++seq, kTypeValue, k, "v");
+    m->Add(++seq, kTypeDeletion, k, "");
+  }
+  m->Add(++seq, kTypeValue, "r", "v");
+  auto bounded = [&](int* steps, const std::string& bound) {
+    std::vector<std::unique_ptr<Iterator>> children;
+    children.push_back(m->NewIterator());
+    auto counted = std::make_unique<CountingIter>(NewMergingIterator(&kIcmp, std::move(children)), steps);
+    return NewDBIterator(BytewiseComparator(), nullptr, std::move(counted), seq, bound);
+  };
+  int steps = 0;
+  auto it = bounded(&steps, PrefixLimit("p"));
+  CHECK(PrefixLimit("p") == "q");
+  CHECK(Forward(it.get()) == "p1=v p2=v ");
+  CHECK(steps < 10);  // the 2,000 entries of q... are never stepped over
+  steps = 0;
+  CHECK(Backward(it.get()) == "p2=v p1=v ");
+  CHECK(steps < 10);
+  it->Seek("q");
+  CHECK_FALSE(it->Valid());
+  // Without the bound the scan past p2 walks every deletion to reach r.
+  int unbounded_steps = 0;
+  auto all = bounded(&unbounded_steps, "");
+  CHECK(Forward(all.get()) == "p1=v p2=v r=v ");
+  CHECK(unbounded_steps > 2000);
+  // A bound inside the deleted run, and one above every key.
+  steps = 0;
+  auto mid = bounded(&steps, "q1500");
+  CHECK(Forward(mid.get()) == "p1=v p2=v ");
+  CHECK(steps < 1100);
+  auto high = bounded(&steps, "s");
+  CHECK(Forward(high.get()) == "p1=v p2=v r=v ");
+  CHECK(Backward(high.get()) == "r=v p2=v p1=v ");
+  // Under a PrefixIterator, as a DB's prefix scan builds it.
+  steps = 0;
+  auto scan = NewPrefixIterator(bounded(&steps, PrefixLimit("p")), "p");
+  CHECK(Forward(scan.get()) == "p1=v p2=v ");
+  CHECK(Backward(scan.get()) == "p2=v p1=v ");
+  CHECK(steps < 20);
+}
+
 TEST_CASE("DB: background threads carry their names") {
   mxfs::testing::TempDir dir;
   Options o;
