@@ -129,8 +129,8 @@ void MatrixFs::MarkClean() {
 Status MatrixFs::ReclaimOrphans(uint64_t* count) {
   std::vector<uint64_t> orphans;
   {
-    auto it = db_->NewIterator(ReadOptions());
     const std::string prefix(1, kTagOrphan);
+    auto it = db_->NewIterator(ScanOf(prefix));
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       orphans.push_back(KeyIno(it->key()));
     }
@@ -309,8 +309,8 @@ Status MatrixFs::Startup() {
   // Inode count.
   {
     uint64_t n = 0;
-    auto it = db_->NewIterator(ReadOptions());
     std::string prefix(1, kTagInode);
+    auto it = db_->NewIterator(ScanOf(prefix));
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) ++n;
     MXFS_RETURN_IF_ERROR(it->status());
     inode_count_ = n;

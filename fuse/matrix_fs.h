@@ -359,7 +359,9 @@ class MatrixFs {
   void LookupDot(fuse_req_t req, uint64_t ino, bool dotdot);
   void ReplyVirtualEntry(fuse_req_t req, uint64_t ino);
   Status Commit(Txn* txn);
-  Status DeleteInodeKeys(uint64_t ino, WriteBatch* batch);
+  // Deletes every key of ino in batch; orphan: its O key too (an orphan's
+  // reclaim; an inode that loses its last link in batch has none).
+  Status DeleteInodeKeys(uint64_t ino, WriteBatch* batch, bool orphan);
   void RemoveObject(uint64_t ino);
   // Removes an object created by an uncommitted Txn (and the Node's handle
   // on it); caller holds ino's stripe.

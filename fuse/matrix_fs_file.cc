@@ -468,7 +468,7 @@ void MatrixFs::Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse
       const uint64_t bs = sb_.block_size;
       const uint64_t pos = static_cast<uint64_t>(off);
       std::string prefix = BlockPrefix(ino);
-      auto it = db_->NewIterator(ReadOptions());
+      auto it = db_->NewIterator(ScanOf(prefix));
       it->Seek(BlockKey(ino, pos / bs));
       if (whence == SEEK_DATA) {
         s = Errno(ENXIO);

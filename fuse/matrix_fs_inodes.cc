@@ -88,23 +88,29 @@ Result<DirEntry> MatrixFs::LookupEntry(uint64_t parent, const std::string& name)
   return e;
 }
 
-Status MatrixFs::DeleteInodeKeys(uint64_t ino, WriteBatch* batch) {
+Status MatrixFs::DeleteInodeKeys(uint64_t ino, WriteBatch* batch, bool orphan) {
   batch->Delete(InodeKey(ino));
-  batch->Delete(OrphanKey(ino));
-  auto it = db_->NewIterator(ReadOptions());
+  if (orphan) batch->Delete(OrphanKey(ino));
+  // One prefix scan each (ScanOf): each ends at its prefix instead of
+  // walking the tombstones of the files removed before this one.
   for (const std::string& prefix : {BlockPrefix(ino), XattrPrefix(ino)}) {
+    auto it = db_->NewIterator(ScanOf(prefix));
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       batch->Delete(it->key());
     }
+    MXFS_RETURN_IF_ERROR(it->status());
   }
-  return it->status();
+  return Status::OK();
 }
 
 Status MatrixFs::Commit(Txn* txn) {
   for (auto& [ino, a] : txn->attrs_) {
     if (!txn->deleted_.count(ino)) txn->batch.Put(InodeKey(ino), EncodeInodeAttr(a));
   }
-  for (uint64_t ino : txn->deleted_) MXFS_RETURN_IF_ERROR(DeleteInodeKeys(ino, &txn->batch));
+  // The last link of these went in this batch (DropLink); an inode with a
+  // link has no O key (one is written only with nlink 0, and Link deletes
+  // it), so there is none to delete.
+  for (uint64_t ino : txn->deleted_) MXFS_RETURN_IF_ERROR(DeleteInodeKeys(ino, &txn->batch, false));
   MXFS_RETURN_IF_ERROR(db_->Write(CommitOptions(), &txn->batch));
   txn->committed_ = true;
   for (auto& [ino, a] : txn->attrs_) {
@@ -156,7 +162,7 @@ Status MatrixFs::ReclaimInode(uint64_t ino) {
     if (DecodeInodeAttr(ino, v, &a).ok()) object = a.storage == Storage::kObject;
   }
   WriteBatch b;
-  MXFS_RETURN_IF_ERROR(DeleteInodeKeys(ino, &b));
+  MXFS_RETURN_IF_ERROR(DeleteInodeKeys(ino, &b, true));
   MXFS_RETURN_IF_ERROR(db_->Write(CommitOptions(), &b));
   if (object) RemoveObject(ino);
   return Status::OK();

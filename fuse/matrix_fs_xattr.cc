@@ -87,7 +87,7 @@ void MatrixFs::SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const 
     if (g.IsNotFound()) {
       std::string prefix = XattrPrefix(ino);
       size_t list_len = std::strlen(name) + 1;
-      auto it = db_->NewIterator(ReadOptions());
+      auto it = db_->NewIterator(ScanOf(prefix));
       for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
         list_len += it->key().size() - prefix.size() + 1;
       }
@@ -120,7 +120,7 @@ void MatrixFs::ListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
   std::string out;
   if (!IsVirtual(ino)) {
     std::string prefix = XattrPrefix(ino);
-    auto it = db_->NewIterator(ReadOptions());
+    auto it = db_->NewIterator(ScanOf(prefix));
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       Slice n = KeyName(it->key());
       if (!XattrListable(req, n)) continue;
