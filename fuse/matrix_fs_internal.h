@@ -126,6 +126,22 @@ class MatrixFs::InodeLocks {
   ~InodeLocks() {
     for (auto it = idx_.rbegin(); it != idx_.rend(); ++it) fs_->stripes_[*it].mu.unlock();
   }
+  // Adds ino's stripe without ever waiting out of stripe order: a stripe
+  // above every held one is locked (the order holds), one below them only
+  // tried. False: not taken; the caller starts over with one InodeLocks
+  // over all its inodes.
+  bool TryAdd(uint64_t ino) {
+    const size_t i = StripeOf(ino);
+    auto pos = std::lower_bound(idx_.begin(), idx_.end(), i);
+    if (pos != idx_.end() && *pos == i) return true;
+    if (pos == idx_.end()) {
+      fs_->stripes_[i].mu.lock();
+    } else if (!fs_->stripes_[i].mu.try_lock()) {
+      return false;
+    }
+    idx_.insert(pos, i);
+    return true;
+  }
   InodeLocks(const InodeLocks&) = delete;
   InodeLocks& operator=(const InodeLocks&) = delete;
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <optional>
 
 #include "fuse/kernel_channel.h"
 #include "fuse/matrix_fs_internal.h"
@@ -364,12 +365,21 @@ Status MatrixFs::DoRemove(fuse_req_t req, uint64_t parent, const std::string& na
   if (cfg_.read_only) return Errno(EROFS);
   MXFS_RETURN_IF_ERROR(CheckName(name.c_str()));
   for (int attempt = 0; attempt < 100; ++attempt) {
+    // Every change of an entry holds its directory's stripe, so under the
+    // parent's the entry read is the entry changed: one read, when the
+    // inode's stripe can be added without waiting out of order (TryAdd);
+    // else both are locked in order and the entry read again.
+    std::optional<InodeLocks> locks;
+    locks.emplace(this, std::initializer_list<uint64_t>{parent});
     auto de = LookupEntry(parent, name);
     if (!de) return de.error();
-    InodeLocks locks(this, {parent, de->ino});
-    auto again = LookupEntry(parent, name);
-    if (!again) return again.error();
-    if (again->ino != de->ino) continue;
+    if (!locks->TryAdd(de->ino)) {
+      locks.reset();
+      locks.emplace(this, std::initializer_list<uint64_t>{parent, de->ino});
+      auto again = LookupEntry(parent, name);
+      if (!again) return again.error();
+      if (again->ino != de->ino) continue;
+    }
     uint64_t ino = de->ino;
     Txn txn(this);
     auto pr = txn.Attr(parent);
