@@ -443,16 +443,24 @@ Status MatrixFs::DoRename(fuse_req_t req, uint64_t parent, const std::string& na
     whiteout = *w;
   }
   for (int attempt = 0; attempt < 100; ++attempt) {
+    // As DoRemove: the entries read under both parents' stripes are the ones
+    // renamed; the inodes' stripes join without waiting out of order, or all
+    // are locked in order and the entries read again.
+    std::optional<InodeLocks> locks;
+    locks.emplace(this, std::initializer_list<uint64_t>{parent, newparent, whiteout});
     auto src = LookupEntry(parent, name);
     if (!src) return src.error();
     auto dst = LookupEntry(newparent, newname);
     if (!dst && ToErrno(dst.error()) != ENOENT) return dst.error();
     uint64_t dst_ino = dst ? dst->ino : 0;
-    InodeLocks locks(this, {parent, newparent, src->ino, dst_ino, whiteout});
-    auto src2 = LookupEntry(parent, name);
-    auto dst2 = LookupEntry(newparent, newname);
-    if (!src2 || src2->ino != src->ino) continue;
-    if ((dst2 ? dst2->ino : 0) != dst_ino) continue;
+    if (!locks->TryAdd(src->ino) || (dst_ino != 0 && !locks->TryAdd(dst_ino))) {
+      locks.reset();
+      locks.emplace(this, std::initializer_list<uint64_t>{parent, newparent, src->ino, dst_ino, whiteout});
+      auto src2 = LookupEntry(parent, name);
+      auto dst2 = LookupEntry(newparent, newname);
+      if (!src2 || src2->ino != src->ino) continue;
+      if ((dst2 ? dst2->ino : 0) != dst_ino) continue;
+    }
     uint64_t ino = src->ino;
     if (dst_ino == ino) {
       return Status::OK();  // both names link the same inode: nothing to do
