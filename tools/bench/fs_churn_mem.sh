@@ -12,7 +12,7 @@
 #   --work      scratch directory for the data directory and the mount
 #               (/tmp/fs_churn_mem); the pool goes to /dev/shm
 #   --out       where mem.csv (t_s,round,rss_mb,anon_mb,inode_table,
-#               malloc_in_use_mb,malloc_free_mb,malloc_mmap_mb,trims),
+#               malloc_in_use_mb,malloc_free_mb,malloc_mmap_mb,trims,trim_ms),
 #               rounds.csv (round,tar_s,rm_s,at_s) and, with gnuplot,
 #               mem.png go (the work directory)
 # Prints one line per round and the load average at the start and the end.
@@ -46,7 +46,7 @@ cleanup() {
 trap cleanup EXIT
 for _ in $(seq 1 300); do mountpoint -q "$work/mnt" && break; kill -0 "$pid" || break; sleep 0.1; done
 mountpoint -q "$work/mnt" || { echo "fs_churn_mem.sh: the daemon did not mount; its log:" >&2; cat "$work/daemon.log" >&2; exit 1; }
-echo "t_s,round,rss_mb,anon_mb,inode_table,malloc_in_use_mb,malloc_free_mb,malloc_mmap_mb,trims" >"$out/mem.csv"
+echo "t_s,round,rss_mb,anon_mb,inode_table,malloc_in_use_mb,malloc_free_mb,malloc_mmap_mb,trims,trim_ms" >"$out/mem.csv"
 echo "fs_churn_mem.sh: start, load: $(uptime)"
 echo "round,tar_s,rm_s,at_s" >"$out/rounds.csv"
 t0=$(date +%s)
@@ -56,8 +56,8 @@ echo 0 >"$work/round"
    awk -v t=$(($(date +%s) - t0)) -v r="$(cat "$work/round")" -v m="$m" \
      'function f(k,  i) { for (i = 1; i <= n; i++) if (kv[i] ~ "^" k "=") return substr(kv[i], length(k) + 2); return "" }
       /^VmRSS/ {rss = $2 / 1024} /^RssAnon/ {anon = $2 / 1024}
-      END {n = split(m, kv, " "); printf "%d,%s,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%s\n", t, r, rss, anon, f("inode_table"),
-           f("malloc_in_use_kb") / 1024, f("malloc_free_kb") / 1024, f("malloc_mmap_kb") / 1024, f("trims")}' \
+      END {n = split(m, kv, " "); printf "%d,%s,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%s,%s\n", t, r, rss, anon, f("inode_table"),
+           f("malloc_in_use_kb") / 1024, f("malloc_free_kb") / 1024, f("malloc_mmap_kb") / 1024, f("trims"), f("trim_ms")}' \
      "/proc/$pid/status" >>"$out/mem.csv" 2>/dev/null || true
    sleep 5
  done) &
