@@ -80,6 +80,12 @@ bool Read(const std::string& mnt, Sample* s, std::string* err) {
         size_t eq = w[i].find('=');
         if (eq != std::string::npos) s->ops[w[i].substr(0, eq)] = std::strtoull(w[i].c_str() + eq + 1, nullptr, 10);
       }
+    } else if (fs_section && w.size() > 1 && w[1].find('=') != std::string::npos) {
+      // "memory inode_table=1 handles=0 ...": fs.memory.inode_table, ...
+      for (size_t i = 1; i < w.size(); ++i) {
+        size_t eq = w[i].find('=');
+        if (eq != std::string::npos) s->stats["fs." + w[0] + "." + w[i].substr(0, eq)] = w[i].substr(eq + 1);
+      }
     } else if (fs_section) {
       for (size_t i = 0; i + 1 < w.size(); i += 2) s->stats["fs." + w[i]] = w[i + 1];
     } else if (w.size() == 2) {
@@ -230,6 +236,13 @@ void PrintScreen(const std::string& mnt, const Sample& s, const Sample* prev) {
   std::printf("  write amplification %s   flushes %" PRIu64 "   compactions %" PRIu64 "   inodes %" PRIu64 "\n",
               wa == s.stats.end() ? "-" : wa->second.c_str(), Num(s, "flushes"), Num(s, "compactions"),
               Num(s, "fs.inodes"));
+  if (s.stats.count("fs.memory.inode_table")) {
+    std::printf("  daemon memory: inode table %" PRIu64 ", malloc in use %.1f MiB, free kept %.1f MiB, mmapped %.1f "
+                "MiB, trims %" PRIu64 "\n",
+                Num(s, "fs.memory.inode_table"), Num(s, "fs.memory.malloc_in_use_kb") / 1024.0,
+                Num(s, "fs.memory.malloc_free_kb") / 1024.0, Num(s, "fs.memory.malloc_mmap_kb") / 1024.0,
+                Num(s, "fs.memory.trims"));
+  }
   std::printf("  level  files        bytes\n");
   for (const auto& l : s.levels) std::printf("  L%-4s %6s %12s\n", l[0].c_str(), l[1].c_str(), l[2].c_str());
   std::printf("  container:\n");

@@ -210,7 +210,7 @@ TEST_CASE("mkfs/fsck: a fresh instance takes a workload and checks clean; fsck r
   std::string second = js.out.substr(nl + 1);
   for (const char* key : {"\"mountpoint\":", "\"stats\":{", "\"ops\":{", "\"levels\":[{\"level\":0",
                           "\"container\":[", "\"compactions\":[", "\"rates\":{", "\"ops_per_s\":",
-                          "\"write.amplification\":", "\"stall.micros.total\":"}) {
+                          "\"write.amplification\":", "\"stall.micros.total\":", "\"fs.memory.inode_table\":"}) {
     CHECK(second.find(key) != std::string::npos);
   }
   CHECK(second.front() == '{');
@@ -219,6 +219,7 @@ TEST_CASE("mkfs/fsck: a fresh instance takes a workload and checks clean; fsck r
   CHECK(screen.rc == 0);
   CHECK(screen.out.find("write amplification") != std::string::npos);
   CHECK(screen.out.find("L0") != std::string::npos);
+  CHECK(screen.out.find("daemon memory: inode table ") != std::string::npos);
   CHECK(d.Stop() == 0);
 
   Run again = Exec("fsck.matrixfs", {"-n", s.data()});
