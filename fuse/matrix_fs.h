@@ -75,7 +75,8 @@
 // noopen (-o noopen, not the default): the first OPEN of a regular file is
 // answered ENOSYS (FUSE_NO_OPEN_SUPPORT); the kernel then opens every file
 // without asking, with FOPEN_KEEP_CACHE, sends no RELEASE, and hands every
-// READ and WRITE file handle 0 (CREATE still opens and releases). What
+// READ and WRITE file handle 0 (CREATE still opens, but no RELEASE follows
+// it either: fuse_file_put drops every RELEASE once OPEN is off). What
 // that changes here: the daemon no longer sees opens, so a regular file
 // the kernel still holds a lookup on counts as open (InUse: an unlink
 // leaves an orphan, reclaimed at the FORGET); atomic O_TRUNC is not asked

@@ -254,7 +254,10 @@ Status MatrixFs::MakeNode(fuse_req_t req, uint64_t parent, const char* name, uin
   inode_count_.fetch_add(1, std::memory_order_relaxed);
   Node& n = NodeFor(*ino);
   n.nlookup++;
-  if (open) n.open_count++;
+  // -o noopen: the kernel sends no RELEASE at all once OPEN is off, not even
+  // for a file CREATE opened (fuse_file_put drops it), so such an open is
+  // not counted; the lookup keeps the file InUse while the kernel holds it.
+  if (open && !NoOpen()) n.open_count++;
   n.attr = a;
   n.have_attr = true;
   FillEntry(*ino, a, e);

@@ -324,6 +324,42 @@ TEST_CASE("Requests: -o noopen opens files without OPEN and RELEASE, and stays c
   CHECK(stat(m.P("gone").c_str(), &st) == -1);
 }
 
+TEST_CASE("Requests: -o noopen reclaims a created file unlinked while open at its FORGET", "[fuse][requests][noopen]") {
+  // Without OPEN the kernel sends no RELEASE, not even for a file CREATE
+  // opened: the daemon must not wait for one.
+  MountFixture m("allow_other,noopen");
+  REQUIRE(WriteAll(m.P("warm"), "w"));
+  REQUIRE(ReadAll(m.P("warm")) == "w");  // the refused OPEN: no_open from here on
+  int fd = open(m.P("gone").c_str(), O_CREAT | O_RDWR, 0644);
+  REQUIRE(fd >= 0);
+  std::string big(200000, 'g');
+  REQUIRE(pwrite(fd, big.data(), big.size(), 0) == static_cast<ssize_t>(big.size()));
+  REQUIRE(fsync(fd) == 0);
+  REQUIRE(unlink(m.P("gone").c_str()) == 0);
+  std::string back(big.size(), '\0');
+  CHECK(pread(fd, back.data(), back.size(), 0) == static_cast<ssize_t>(back.size()));
+  CHECK(back == big);
+  close(fd);
+  // The FORGET comes when the kernel drops the inode, at the latest when
+  // its caches are dropped; then the orphan is gone without a remount.
+  sync();
+  mxfs_test::WriteAll("/proc/sys/vm/drop_caches", "2", O_WRONLY);
+  bool reclaimed = false;
+  for (int i = 0; i < 200 && !reclaimed; ++i) {
+    int objects = 0;
+    if (DIR* d = opendir((m.datadir() + "/data").c_str())) {
+      while (struct dirent* de = readdir(d)) objects += de->d_name[0] != '.';
+      closedir(d);
+    }
+    reclaimed = objects == 0;
+    if (!reclaimed) usleep(10000);
+  }
+  CHECK(reclaimed);
+  m.Stop();
+  m.Start();
+  CHECK(ReadAll(m.P(".matrixfs/stats")).find("orphans_reclaimed_at_mount 0") != std::string::npos);
+}
+
 TEST_CASE("Requests: -o noflush sends no FLUSH; close still reports what the daemon refused", "[fuse][requests][noopen]") {
   MountFixture m("allow_other,noopen,noflush");
   for (int i = 0; i < 10; ++i) REQUIRE(WriteAll(m.P("f" + std::to_string(i)), std::string(3000, 'a' + i)));
