@@ -23,7 +23,7 @@
 # daemon's private memory (RssAnon) after the rm.
 #
 # Usage: tools/bench/fs_churn_scan.sh [--bin NAME=PATH]... [--rounds N]
-#          [--pool-size SIZE] [--only LIST] [--work DIR] [--out DIR]
+#          [--pool-size SIZE] [--only LIST] [--work DIR] [--out DIR] [--quick]
 #   --bin        a matrixfs binary and the name it gets in the output (may be
 #                given several times; default: matrixfs=build/bin/matrixfs)
 #   --rounds     rounds (10)
@@ -36,6 +36,8 @@
 #   --out        where steps.tsv (round target step wall_s cpu_s rows),
 #                rounds.tsv (round target anon_mb rows_after) and, with
 #                gnuplot, churn.png go (the work directory)
+#   --quick      smoke-test size: /usr/include/linux instead of /usr/include,
+#                2 rounds unless --rounds is given
 # Prints one line per round and target, a Markdown table of every step's
 # median (min-max) over the rounds per target, the rm -rf time per round, and
 # the load average at the start and the end. Needs root (mounts,
@@ -50,17 +52,21 @@ pool_size=2G
 only=ext4,tmpfs
 work="$top/var/fs_churn_scan"
 out=
+quick=0
+rounds_given=0
 while [ $# -gt 0 ]; do
   case $1 in
     --bin) bins+=("$2"); shift 2 ;;
-    --rounds) rounds=$2; shift 2 ;;
+    --rounds) rounds=$2; rounds_given=1; shift 2 ;;
     --pool-size) pool_size=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
     *) echo "fs_churn_scan.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
+[ $quick = 0 ] || [ $rounds_given = 1 ] || rounds=2
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "fs_churn_scan.sh: --rounds wants a positive number, not '$rounds'" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "fs_churn_scan.sh: needs root (mounts, drop_caches)" >&2; exit 1; }
 [ ${#bins[@]} -gt 0 ] || bins=("matrixfs=$top/build/bin/matrixfs")
@@ -99,7 +105,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 tarball="$shm/tree.tar" # on tmpfs: drop_caches does not evict it
-tar cf "$tarball" -C /usr include
+if [ $quick = 1 ]; then tree_src=/usr/include tree=linux; else tree_src=/usr tree=include; fi
+tar cf "$tarball" -C "$tree_src" "$tree"
 entries=$(tar tf "$tarball" | wc -l)
 
 for t in "${targets[@]}"; do
@@ -133,11 +140,11 @@ run_step() { # TARGET STEP
   local d="${dir_of[$1]}"
   case $2 in
     tar_xf) tar xf "$tarball" -C "$d"; sync ;;
-    readdir) find "$d/include" >/dev/null ;;
-    du_s) du -s "$d/include" >/dev/null ;;
-    stat) find "$d/include" -type f -print0 | xargs -0 stat >/dev/null ;;
-    read) find "$d/include" -type f -print0 | xargs -0 cat >/dev/null ;;
-    rm_rf) rm -rf "$d/include"; sync ;;
+    readdir) find "$d/$tree" >/dev/null ;;
+    du_s) du -s "$d/$tree" >/dev/null ;;
+    stat) find "$d/$tree" -type f -print0 | xargs -0 stat >/dev/null ;;
+    read) find "$d/$tree" -type f -print0 | xargs -0 cat >/dev/null ;;
+    rm_rf) rm -rf "$d/$tree"; sync ;;
   esac
 }
 
@@ -226,7 +233,7 @@ if command -v gnuplot >/dev/null; then
   gnuplot <<EOF || echo "fs_churn_scan.sh: gnuplot failed; no churn.png" >&2
 set terminal pngcairo size 1000,1100
 set output "$out/churn.png"
-set multiplot layout 3,1 title "tar xf, scans, rm -rf of /usr/include ($entries entries), one mount per target, $rounds rounds, $start_utc"
+set multiplot layout 3,1 title "tar xf, scans, rm -rf of $tree_src/$tree ($entries entries), one mount per target, $rounds rounds, $start_utc"
 set grid
 set key outside right
 set xlabel "round"
