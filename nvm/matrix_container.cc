@@ -4,6 +4,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <span>
 
 #include "base/coding.h"
 #include "base/hash.h"
@@ -368,13 +370,9 @@ uint64_t MatrixContainer::MaxRowSequence() const {
 
 Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence, uint64_t* pm_bytes) {
   std::lock_guard<std::mutex> fl(flush_mu_);
+  // First pass: the entries' sizes (the layout); the second pass below
+  // copies each entry straight from it into the row's pages.
   RowTableBuilder builder(options_.comparator);
-  builder.UseBuffer(std::move(scratch_entries_));
-  struct GiveBack {  // the buffers go back to the container however AddRow ends
-    MatrixContainer* c;
-    RowTableBuilder* b;
-    ~GiveBack() { c->scratch_entries_ = b->ReleaseBuffer(); }
-  } give_back{this, &builder};
   std::string last;
   uint64_t max_entry = 0;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -383,7 +381,7 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence, ui
     }
     last.assign(it->key().data(), it->key().size());
     max_entry = std::max<uint64_t>(max_entry, it->key().size() + it->value().size());
-    builder.Add(it->key(), it->value());
+    builder.AddSizes(it->key().size(), it->value().size());
   }
   if (!it->status().ok()) return Err(it->status());
   if (builder.num_entries() == 0) return Err(Status::InvalidArgument("AddRow: no entries"));
@@ -458,12 +456,8 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence, ui
     return busy(Status::Busy("matrix container: free pages too scattered for a row of " + std::to_string(min_pages) +
                              " pages; wait for column compaction"));
   }
-  std::string* img = &scratch_image_;
-  if (Status fs = builder.FinishInto(img, id, prev, prev_start, max_sequence, runs); !fs.ok()) {
-    release_runs();
-    return Err(std::move(fs));
-  }
-  const uint32_t npages = static_cast<uint32_t>(img->size() / kPoolPageSize);
+  uint32_t npages = 0;
+  for (auto& r : runs) npages += r.second;
   const uint32_t header_page = runs.front().first;
   uint32_t slot = kContainerRowSlots;
   {
@@ -482,18 +476,38 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence, ui
     }
     next_row_id_++;
   }
-  if (KillPointArmed("rowtable.mid_copy")) {
-    pool_->CopyNoDrain(DataPage(header_page), std::span<const char>(img->data(), uint64_t{runs[0].second} * kPoolPageSize / 2));
+  // The row is written in place, in pages nobody reads (free until now)
+  // and that no slot names yet: a crash before the commit word leaves them
+  // free again at the next open. Plain stores, then one flush per extent
+  // and one drain.
+  auto flush_runs = [this, &runs]() {
+    for (auto [f, n] : runs) pool_->Flush(std::span<const char>(DataPage(f), uint64_t{n} * kPoolPageSize));
     pool_->Drain();
-    KillPoint("rowtable.mid_copy");
+  };
+  std::function<void()> halfway;
+  if (KillPointArmed("rowtable.mid_copy")) {
+    halfway = [&flush_runs]() {
+      flush_runs();  // so that the half-written row is what the next open finds
+      KillPoint("rowtable.mid_copy");
+    };
   }
-  // One non-temporal copy per extent, one drain.
-  uint64_t logical = 0;
-  for (auto [f, n] : runs) {
-    pool_->CopyNoDrain(DataPage(f), std::span<const char>(img->data() + logical, uint64_t{n} * kPoolPageSize));
-    logical += uint64_t{n} * kPoolPageSize;
+  auto source = [it](uint32_t i, Slice* key, Slice* value) {
+    if (i == 0) it->SeekToFirst();
+    else it->Next();
+    if (!it->Valid()) return false;
+    *key = it->key();
+    *value = it->value();
+    return true;
+  };
+  Status ws = builder.WriteInPlace(data_, source, &scratch_meta_, id, prev, prev_start, max_sequence, runs, halfway);
+  if (ws.ok() && !it->status().ok()) ws = it->status();
+  if (!ws.ok()) {
+    std::lock_guard<std::mutex> l(mu_);
+    slot_reserved_[slot] = false;
+    release_runs();
+    return Err(std::move(ws));
   }
-  pool_->Drain();
+  flush_runs();
   MXFS_KILL_POINT("rowtable.after_copy");
   pool_->PublishWord(SlotLocation(slot), uint64_t{header_page} | (uint64_t{npages} << 32));
   MXFS_KILL_POINT("rowtable.before_commit");

@@ -36,8 +36,10 @@
 //   one run of pages when it can, else several; see row_table.h).
 //
 // Commit points (a crash leaves the state before or after each, never
-// between): a row is copied with one non-temporal memcpy per extent,
-// drained once, its slot's location persisted, then it is published by
+// between): a row is written in place into free pages that no slot names
+// (RowTableBuilder::WriteInPlace, each entry copied once from the
+// memtable), flushed per extent, drained once, its slot's location
+// persisted, then it is published by
 // persisting the slot's commit word. The receiver->compactor switch is one
 // persisted boundary word. A column compaction writes a record (the key and
 // every compactor row's first live entry) into the idle record buffer,
@@ -260,10 +262,9 @@ class MatrixContainer {
   std::shared_ptr<PageAllocator> allocator_;
 
   std::mutex flush_mu_;    // serialises AddRow
-  // AddRow's DRAM buffers (flush_mu_), kept between rows so that building a
-  // row takes no page faults: the entries' bytes and the row image.
-  std::string scratch_entries_;
-  std::string scratch_image_;
+  // AddRow's metadata array (flush_mu_), kept between rows so that building
+  // one takes no page faults; the rest of a row goes straight to the pool.
+  std::string scratch_meta_;
   std::mutex compact_mu_;  // serialises MarkColumnCompacted
   mutable std::mutex mu_;  // guards everything below
   std::shared_ptr<ContainerVersion> current_;

@@ -216,6 +216,10 @@ std::unique_ptr<Iterator> RowTable::NewIterator(uint32_t begin, uint32_t end) co
   return std::make_unique<RowTableIterator>(this, begin, std::min(end, n_));
 }
 
+void RowTableBuilder::AddSizes(size_t key_len, size_t value_len) {
+  entries_.push_back(Entry{0, static_cast<uint32_t>(key_len), static_cast<uint32_t>(value_len)});
+}
+
 void RowTableBuilder::Add(const Slice& key, const Slice& value) {
   Entry e{static_cast<uint32_t>(data_.size()), static_cast<uint32_t>(key.size()), static_cast<uint32_t>(value.size())};
   data_.append(key.data(), key.size());
@@ -259,45 +263,138 @@ Status RowTableBuilder::FinishInto(std::string* out, uint64_t row_id, const RowT
   if (entries_.empty()) return Status::InvalidArgument("RowTable with no entries");
   std::vector<uint32_t> sizes;
   for (auto& r : extents) sizes.push_back(r.second);
+  const uint64_t total = PageAlign(Place(sizes, nullptr));
+  if (total > (uint64_t{1} << 32) - kRowPageSize) {
+    return Status::InvalidArgument("RowTable of " + std::to_string(total) + " bytes exceeds the 4 GiB row limit");
+  }
+  // The image is the row's logical space: its extents laid end to end from
+  // offset 0 (WriteInPlace places extent e at its first page; here they
+  // only give the layout, so map them to consecutive image pages).
+  std::vector<PageRun> layout = extents;
+  uint32_t page = 0;
+  for (auto& r : layout) {
+    r.first = page;
+    page += r.second;
+  }
+  out->resize(total);
+  auto source = [this](uint32_t i, Slice* k, Slice* v) {
+    if (i >= entries_.size()) return false;
+    const Entry& e = entries_[i];
+    *k = Slice(data_.data() + e.key_off, e.key_len);
+    *v = Slice(data_.data() + e.key_off + e.key_len, e.value_len);
+    return true;
+  };
+  std::string meta;
+  // The header's extent table names the real pages: write with the real
+  // extents' sizes but the image's addresses.
+  return Write(out->data(), layout, source, &meta, row_id, prev, prev_start, max_sequence, extents, {});
+}
+
+Status RowTableBuilder::WriteInPlace(char* area, const EntrySource& source, std::string* meta, uint64_t row_id,
+                                     const RowTable* prev, uint32_t prev_start, uint64_t max_sequence,
+                                     std::vector<PageRun> extents, const std::function<void()>& halfway) const {
+  return Write(area, extents, source, meta, row_id, prev, prev_start, max_sequence, extents, halfway);
+}
+
+Status RowTableBuilder::Write(char* area, const std::vector<PageRun>& where, const EntrySource& source,
+                              std::string* meta_buf, uint64_t row_id, const RowTable* prev, uint32_t prev_start,
+                              uint64_t max_sequence, std::vector<PageRun> extents,
+                              const std::function<void()>& halfway) const {
+  if (entries_.empty()) return Status::InvalidArgument("RowTable with no entries");
+  std::vector<uint32_t> sizes;
+  for (auto& r : extents) sizes.push_back(r.second);
   std::vector<uint64_t> offs;
   const uint64_t end = Place(sizes, &offs);
   const uint64_t total = PageAlign(end);
   if (total > (uint64_t{1} << 32) - kRowPageSize) {
     return Status::InvalidArgument("RowTable of " + std::to_string(total) + " bytes exceeds the 4 GiB row limit");
   }
-  if (extents.empty()) extents.emplace_back(0, static_cast<uint32_t>(total / kRowPageSize));
+  std::vector<PageRun> addr_runs = where;
+  if (extents.empty()) {
+    extents.emplace_back(0, static_cast<uint32_t>(total / kRowPageSize));
+    addr_runs = extents;
+  }
   uint64_t given = 0;
   for (auto& r : extents) given += r.second;
   if (given * kRowPageSize != total || extents.size() > kRowMaxExtents) {
     return Status::InvalidArgument("RowTable needs " + std::to_string(total / kRowPageSize) + " pages, its " +
                                    std::to_string(extents.size()) + " extents hold " + std::to_string(given));
   }
-  const uint64_t meta_bytes = entries_.size() * kRowMetaEntrySize;
+  // Logical space -> addresses: extent e covers logical bytes
+  // [ext_lo[e], ext_lo[e + 1]) at ext_addr[e].
+  const size_t ne = addr_runs.size();
+  std::vector<uint64_t> ext_lo(ne + 1, 0);
+  std::vector<char*> ext_addr(ne);
+  for (size_t e = 0; e < ne; e++) {
+    ext_lo[e + 1] = ext_lo[e] + uint64_t{addr_runs[e].second} * kRowPageSize;
+    ext_addr[e] = area + uint64_t{addr_runs[e].first} * kRowPageSize;
+  }
+  // Copies (src) or zeroes (src == nullptr) logical [off, off + n), which
+  // may span extents.
+  auto put = [&](uint64_t off, const char* src, uint64_t n) {
+    size_t e = std::upper_bound(ext_lo.begin(), ext_lo.end(), off) - ext_lo.begin() - 1;
+    while (n > 0) {
+      const uint64_t c = std::min(n, ext_lo[e + 1] - off);
+      char* d = ext_addr[e] + (off - ext_lo[e]);
+      if (src != nullptr) {
+        std::memcpy(d, src, c);
+        src += c;
+      } else {
+        std::memset(d, 0, c);
+      }
+      off += c;
+      n -= c;
+      e++;
+    }
+  };
+  const uint32_t n = static_cast<uint32_t>(entries_.size());
+  const uint64_t meta_bytes = uint64_t{n} * kRowMetaEntrySize;
   const uint64_t data_off = PageAlign(kMetaOffset + meta_bytes);
-  std::string& img = *out;
-  img.clear();
-  img.resize(total, '\0');  // gaps between entries and extents read as zeros
-  char* p = img.data();
-  char* meta = p + kMetaOffset;
+  meta_buf->resize(meta_bytes);
+  char* meta = meta_buf->data();
   const uint32_t pn = prev ? prev->num_entries() : 0;
   uint32_t j = std::min(prev_start, pn);  // merge cursor in prev
-  for (size_t i = 0; i < entries_.size(); i++) {
-    const Entry& e = entries_[i];
-    const uint32_t ko = static_cast<uint32_t>(offs[i]);
-    std::memcpy(p + ko, data_.data() + e.key_off, uint64_t{e.key_len} + e.value_len);
-    Slice key(p + ko, e.key_len);
+  uint64_t pos = data_off;                // logical bytes below it are written
+  size_t e = 0;                           // the extent of the current entry
+  const uint32_t half = (n - 1) / 2;
+  for (uint32_t i = 0; i < n; i++) {
+    const Entry& en = entries_[i];
+    Slice key, value;
+    if (!source(i, &key, &value) || key.size() != en.key_len || value.size() != en.value_len) {
+      return Status::Corruption("RowTable: the source's entry " + std::to_string(i) +
+                                " is missing or differs in size from what was added");
+    }
+    const uint64_t ko = offs[i];
+    if (ko > pos) put(pos, nullptr, ko - pos);  // an extent's unused tail
+    while (e + 1 < ne && ko >= ext_lo[e + 1]) e++;
+    // An entry never crosses an extent end: one contiguous copy each.
+    char* d = ext_addr[e] + (ko - ext_lo[e]);
+    std::memcpy(d, key.data(), key.size());
+    std::memcpy(d + key.size(), value.data(), value.size());
+    pos = ko + key.size() + value.size();
     while (j < pn && comparator_->Compare(prev->Key(j), key) < 0) j++;
-    char* m = meta + i * kRowMetaEntrySize;
-    EncodeFixed32(m, ko);
-    EncodeFixed32(m + 4, e.key_len);
-    EncodeFixed32(m + 8, ko + e.key_len);
-    EncodeFixed32(m + 12, e.value_len);
+    char* m = meta + uint64_t{i} * kRowMetaEntrySize;
+    EncodeFixed32(m, static_cast<uint32_t>(ko));
+    EncodeFixed32(m + 4, en.key_len);
+    EncodeFixed32(m + 8, static_cast<uint32_t>(ko + en.key_len));
+    EncodeFixed32(m + 12, en.value_len);
     EncodeFixed32(m + 16, j);
+    if (i == half && halfway) halfway();
   }
+  {
+    Slice key, value;
+    if (source(n, &key, &value)) {
+      return Status::Corruption("RowTable: the source has more than the " + std::to_string(n) + " entries added");
+    }
+  }
+  put(pos, nullptr, total - pos);  // the last page's tail
+  put(kMetaOffset, meta, meta_bytes);
+  put(kMetaOffset + meta_bytes, nullptr, data_off - kMetaOffset - meta_bytes);
+  char p[kRowPageSize] = {};  // the header page; the rest of it stays zero
   std::memcpy(p, kRowMagic, 8);
   EncodeFixed64(p + 8, row_id);
   EncodeFixed64(p + 16, prev ? prev->row_id() : 0);
-  EncodeFixed32(p + 24, static_cast<uint32_t>(entries_.size()));
+  EncodeFixed32(p + 24, n);
   EncodeFixed32(p + 28, static_cast<uint32_t>(total / kRowPageSize));
   EncodeFixed32(p + 32, kMetaOffset);
   EncodeFixed32(p + 36, static_cast<uint32_t>(meta_bytes));
@@ -309,11 +406,12 @@ Status RowTableBuilder::FinishInto(std::string* out, uint64_t row_id, const RowT
   // count say it all.
   const uint32_t k = extents.size() == 1 ? 0 : static_cast<uint32_t>(extents.size());
   EncodeFixed32(p + 128, k);
-  for (size_t e = 0; e < k; e++) {
-    EncodeFixed32(p + kExtentTable + 8 * e, extents[e].first);
-    EncodeFixed32(p + kExtentTable + 8 * e + 4, extents[e].second);
+  for (size_t x = 0; x < k; x++) {
+    EncodeFixed32(p + kExtentTable + 8 * x, extents[x].first);
+    EncodeFixed32(p + kExtentTable + 8 * x + 4, extents[x].second);
   }
   EncodeFixed32(p + 124, HeaderChecksum(p, k));
+  put(0, p, kRowPageSize);
   return Status::OK();
 }
 

@@ -217,14 +217,23 @@ class RowTableIterator final : public Iterator {
   uint32_t begin_, end_, pos_;
 };
 
-// Builds a row image in DRAM: header, metadata (with forward pointers into
-// the previous row) and data, laid out over the row's extents, ready for one
-// non-temporal copy per extent.
+// Builds a row: header, metadata (with forward pointers into the previous
+// row) and data, laid out over the row's extents. Either as an image in
+// DRAM (Add, then Finish/FinishInto: tests and tools), or straight into the
+// container's pages (AddSizes, then WriteInPlace: the flush, which so copies
+// each entry once, from its source to the pool).
 class RowTableBuilder {
  public:
+  // Fills one logical row over the given extents of an area; returns false
+  // when there is no entry i. Called for i = 0, 1, ... in order; the slices
+  // need to stay valid only until the next call.
+  using EntrySource = std::function<bool(uint32_t i, Slice* key, Slice* value)>;
+
   explicit RowTableBuilder(const Comparator* comparator) : comparator_(comparator) {}
   // Keys must be strictly increasing in the comparator's order.
   void Add(const Slice& key, const Slice& value);
+  // An entry whose bytes WriteInPlace's source supplies later (no copy).
+  void AddSizes(size_t key_len, size_t value_len);
   uint32_t num_entries() const { return static_cast<uint32_t>(entries_.size()); }
   // Pages the image takes in one contiguous extent.
   uint32_t PagesNeeded() const { return PagesFor({}); }
@@ -240,13 +249,23 @@ class RowTableBuilder {
   // pointers below prev_start read as prev_start, which is what a search
   // clamped to prev's live entries needs). InvalidArgument if the row would
   // exceed 4 GiB (offsets are 32-bit), has more than kRowMaxExtents
-  // extents, or has no entries.
+  // extents, or has no entries. Only for entries given with Add.
   Result<std::string> Finish(uint64_t row_id, const RowTable* prev, uint32_t prev_start = 0,
                              uint64_t max_sequence = 0, std::vector<PageRun> extents = {}) const;
-  // As Finish, into *img (its capacity is reused: a flusher that keeps one
-  // image buffer takes no page faults for it after the first row).
+  // As Finish, into *img (its capacity is reused).
   [[nodiscard]] Status FinishInto(std::string* img, uint64_t row_id, const RowTable* prev, uint32_t prev_start = 0,
                                   uint64_t max_sequence = 0, std::vector<PageRun> extents = {}) const;
+  // As FinishInto, but written with plain stores straight into the extents
+  // of area (pages of kRowPageSize; the container's data pages), every byte
+  // of them (gaps zeroed), header page last. The entries' bytes come from
+  // source (Corruption if it yields other lengths than AddSizes got, or
+  // fewer or more entries); meta is DRAM scratch for the metadata array
+  // (its capacity reused). halfway (if set) runs once, when about half the
+  // entries' data is written (a crash test kills the process there). The
+  // caller flushes the extents and drains.
+  [[nodiscard]] Status WriteInPlace(char* area, const EntrySource& source, std::string* meta, uint64_t row_id,
+                                    const RowTable* prev, uint32_t prev_start, uint64_t max_sequence,
+                                    std::vector<PageRun> extents, const std::function<void()>& halfway = {}) const;
   // Reuse the capacity of buffer for the entries' bytes (its contents are
   // dropped); Release hands it back after Finish.
   void UseBuffer(std::string buffer) {
@@ -262,6 +281,11 @@ class RowTableBuilder {
   // Logical offset of each entry's data given the extent sizes; returns the
   // end of the data.
   uint64_t Place(const std::vector<uint32_t>& extent_pages, std::vector<uint64_t>* offsets) const;
+  // WriteInPlace with the extents' bytes at the pages `where` names (the
+  // same sizes as extents; FinishInto lays them end to end in its image).
+  Status Write(char* area, const std::vector<PageRun>& where, const EntrySource& source, std::string* meta,
+               uint64_t row_id, const RowTable* prev, uint32_t prev_start, uint64_t max_sequence,
+               std::vector<PageRun> extents, const std::function<void()>& halfway) const;
 
   const Comparator* comparator_;
   std::string data_;

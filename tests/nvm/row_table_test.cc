@@ -215,3 +215,62 @@ TEST_CASE("RowTable: a builder reusing a larger row's buffers builds the same im
   REQUIRE(image.size() == expect->size());
   CHECK(image == *expect);
 }
+
+TEST_CASE("RowTable: a row written in place over scattered extents has the image's bytes, gaps zeroed") {
+  Random rnd(7);
+  KVs prev_kv = RandomRow(&rnd, 300, 20000, "p");
+  DramRow prev = BuildDram(prev_kv, 1, nullptr);
+  KVs kv = RandomRow(&rnd, 400, 20000, "q");
+  for (auto& e : kv) e.second += std::string(rnd.Uniform(3000), static_cast<char>('a' + rnd.Uniform(26)));
+  RowTableBuilder img_b(BytewiseComparator());
+  RowTableBuilder inplace_b(BytewiseComparator());
+  for (auto& [k, v] : kv) {
+    img_b.Add(k, v);
+    inplace_b.AddSizes(k.size(), v.size());
+  }
+  // Extents of 6 pages, then enough for the rest, scattered in a larger area.
+  const uint32_t first = 6;
+  const uint32_t need = inplace_b.PagesFor({first, first});
+  REQUIRE(need > 2 * first);
+  std::vector<PageRun> runs = {{40, first}, {3, first}, {20 + 2 * need, need - 2 * first}};
+  REQUIRE(img_b.PagesFor({first, first}) == need);
+  auto img = img_b.Finish(2, prev.table.get(), 0, 99, runs);
+  REQUIRE(img.has_value());
+  const uint32_t area_pages = 20 + 3 * need;
+  std::string area(uint64_t{area_pages} * kRowPageSize, '\xab');  // stale bytes everywhere
+  std::string meta;
+  int halfway = 0;
+  auto source = [&kv](uint32_t i, Slice* k, Slice* v) {
+    if (i >= kv.size()) return false;
+    *k = kv[i].first;
+    *v = kv[i].second;
+    return true;
+  };
+  REQUIRE(inplace_b.WriteInPlace(area.data(), source, &meta, 2, prev.table.get(), 0, 99, runs, [&] { halfway++; }).ok());
+  CHECK(halfway == 1);
+  uint64_t logical = 0;
+  for (auto [f, n] : runs) {
+    CHECK(std::memcmp(area.data() + uint64_t{f} * kRowPageSize, img->data() + logical, uint64_t{n} * kRowPageSize) == 0);
+    logical += uint64_t{n} * kRowPageSize;
+  }
+  CHECK(logical == img->size());
+  auto t = RowTable::Open({}, area.data(), area_pages, 40, need, 2, "in place");
+  REQUIRE(t.has_value());
+  REQUIRE((*t)->num_entries() == kv.size());
+  for (uint32_t i = 0; i < kv.size(); i += 37) CHECK((*t)->Value(i) == Slice(kv[i].second));
+  // A source that yields another size, or more entries, is refused.
+  auto shorter = [&kv](uint32_t i, Slice* k, Slice* v) {
+    if (i >= kv.size()) return false;
+    *k = kv[i].first;
+    *v = Slice(kv[i].second.data(), i == 10 ? 1 : kv[i].second.size());
+    return true;
+  };
+  Status s = inplace_b.WriteInPlace(area.data(), shorter, &meta, 2, nullptr, 0, 0, runs);
+  CHECK(s.IsCorruption());
+  auto longer = [&kv](uint32_t i, Slice* k, Slice* v) {
+    *k = kv[std::min<size_t>(i, kv.size() - 1)].first;
+    *v = kv[std::min<size_t>(i, kv.size() - 1)].second;
+    return true;
+  };
+  CHECK(inplace_b.WriteInPlace(area.data(), longer, &meta, 2, nullptr, 0, 0, runs).IsCorruption());
+}
