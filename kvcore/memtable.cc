@@ -1,22 +1,55 @@
 #include "kvcore/memtable.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/coding.h"
 
 namespace mxfs {
 
+namespace {
+
+// The varint32 length before an entry's key or value: one byte for lengths
+// below 128 (every key, and the common case), decoded inline.
+inline const char* DecodeLength(const char* p, uint32_t* len) {
+  const auto b = static_cast<uint8_t>(*p);
+  if (b < 128) {
+    *len = b;
+    return p + 1;
+  }
+  return GetVarint32Ptr(p, p + 5, len);
+}
+
+}  // namespace
+
 Slice GetLengthPrefixedSliceAt(const char* p) {
   uint32_t len = 0;
-  const char* q = GetVarint32Ptr(p, p + 5, &len);
+  const char* q = DecodeLength(p, &len);
   return Slice(q, len);
 }
 
+// Every insert and seek compares about log2(entries) keys: with the
+// bytewise user order (kvcore's and MatrixFS's) the comparison is inlined
+// here, a memcmp of the user keys then the trailers, instead of two calls
+// through the comparators.
 int MemTable::KeyComparator::operator()(const char* a, const char* b) const {
-  return comparator.Compare(GetLengthPrefixedSliceAt(a), GetLengthPrefixedSliceAt(b));
+  uint32_t la = 0, lb = 0;
+  const char* pa = DecodeLength(a, &la);
+  const char* pb = DecodeLength(b, &lb);
+  if (!bytewise || la < kInternalKeyTrailer || lb < kInternalKeyTrailer) {
+    return comparator.Compare(Slice(pa, la), Slice(pb, lb));
+  }
+  const size_t ua = la - kInternalKeyTrailer, ub = lb - kInternalKeyTrailer;
+  int r = std::memcmp(pa, pb, std::min(ua, ub));
+  if (r != 0) return r;
+  if (ua != ub) return ua < ub ? -1 : +1;
+  // Equal user keys: the higher sequence (and type) sorts first.
+  const uint64_t ta = DecodeFixed64(pa + ua), tb = DecodeFixed64(pb + ub);
+  return ta > tb ? -1 : (ta < tb ? +1 : 0);
 }
 
-MemTable::MemTable(const InternalKeyComparator& cmp) : comparator_{cmp}, table_(comparator_, &arena_) {}
+MemTable::MemTable(const InternalKeyComparator& cmp)
+    : comparator_{cmp, cmp.user_comparator() == BytewiseComparator()}, table_(comparator_, &arena_) {}
 
 void MemTable::Add(SequenceNumber seq, ValueType type, const Slice& key, const Slice& value) {
   const size_t internal_key_size = key.size() + kInternalKeyTrailer;

@@ -46,6 +46,7 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
  private:
   struct KeyComparator {
     InternalKeyComparator comparator;
+    bool bytewise = false;  // the user order is BytewiseComparator's (inlined)
     int operator()(const char* a, const char* b) const;
   };
   using Table = SkipList<const char*, KeyComparator>;
