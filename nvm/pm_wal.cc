@@ -189,7 +189,8 @@ Status PmWal::Append(uint64_t sequence, const Slice& payload) {
     EncodeRecordHeader(pad, 0, 0, kTypePadding, nullptr);
     // A padding record covers the rest of the segment; its length is 0 and
     // the reader skips to the segment end.
-    pool_->CopyNoDrain(Phys(pos), std::span<const char>(pad));
+    Pool::Store(Phys(pos), Slice(pad, sizeof(pad)));
+    pool_->Flush(std::span<const char>(Phys(pos), sizeof(pad)));
   }
   if (start / segment_size_ != pos / segment_size_ || pos % segment_size_ == 0) {
     seg_max_seq_[(start / segment_size_) % segments_] = 0;  // a fresh segment
@@ -197,13 +198,17 @@ Status PmWal::Append(uint64_t sequence, const Slice& payload) {
   char hdr[kWalRecordHeaderSize];
   EncodeRecordHeader(hdr, static_cast<uint32_t>(payload.size()), sequence, kTypeData, payload.data());
   char* dst = Phys(start);
-  pool_->CopyNoDrain(dst, std::span<const char>(hdr));
+  // Plain stores, then one flush of the record and one drain: on a pool
+  // that is not DAX both copies cost one msync together.
+  Pool::Store(dst, Slice(hdr, sizeof(hdr)));
   if (KillPointArmed("wal.mid_append")) {
-    pool_->CopyNoDrain(dst + kWalRecordHeaderSize, Slice(payload.data(), payload.size() / 2));
+    Pool::Store(dst + kWalRecordHeaderSize, Slice(payload.data(), payload.size() / 2));
+    pool_->Flush(std::span<const char>(dst, kWalRecordHeaderSize + payload.size() / 2));
     pool_->Drain();
     KillPoint("wal.mid_append");
   }
-  pool_->CopyNoDrain(dst + kWalRecordHeaderSize, payload);
+  Pool::Store(dst + kWalRecordHeaderSize, payload);
+  pool_->Flush(std::span<const char>(dst, kWalRecordHeaderSize + payload.size()));
   pool_->Drain();
   MXFS_KILL_POINT("wal.before_tail");
   pool_->PublishWord(TailWord(), end);

@@ -22,8 +22,8 @@
 //   4 u32 payload length     8 u64 sequence
 //   16 u32 type (1 data, 2 padding)   20 u32 zero
 //
-// Append copies the record with non-temporal stores, drains once, then
-// publishes it by persisting the tail word. Recovery scans from head to the
+// Append stores the record, flushes it and drains once, then publishes it
+// by persisting the tail word (on a pool that is not DAX: two msyncs). Recovery scans from head to the
 // persisted tail and checks every checksum; bytes beyond the tail (a torn
 // record) are never looked at. ReleaseUpTo(s) advances the head over whole
 // segments whose records all have sequence <= s.

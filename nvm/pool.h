@@ -30,6 +30,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -157,6 +158,13 @@ class Pool {
     memcpy_(dst, src.data(), src.size(), PMEM2_F_MEM_NONTEMPORAL | PMEM2_F_MEM_NODRAIN);
   }
   void CopyNoDrain(char* dst, const Slice& src) const { CopyNoDrain(dst, std::span<const char>(src.data(), src.size())); }
+  // Copies src to dst with plain stores: nothing is flushed, call Flush
+  // on a range covering it, then Drain. Several stores then one Flush cost
+  // one msync on a page-granularity pool (not DAX), where every
+  // CopyNoDrain is an msync of its own.
+  static void Store(char* dst, const Slice& src) {
+    if (!src.empty()) std::memcpy(dst, src.data(), src.size());
+  }
   // Zeroes [dst, dst+n) with no drain.
   void ZeroNoDrain(char* dst, size_t n) const { memset_(dst, 0, n, PMEM2_F_MEM_NONTEMPORAL | PMEM2_F_MEM_NODRAIN); }
 
