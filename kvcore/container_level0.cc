@@ -25,17 +25,15 @@ class ContainerLevel0 final : public Level0 {
   ContainerLevel0(const DbContext* ctx, NvmBackend* nvm) : ctx_(ctx), nvm_(nvm), compactor_(ctx, nvm, &pacer_) {}
 
   Status WriteMemTable(Iterator* iter, uint64_t /*file_number*/, VersionEdit* edit, FlushResult* result) override {
-    uint64_t max_seq = 0, entries = 0, bytes = 0;
-    for (iter->SeekToFirst(); iter->Valid(); iter->Next()) {
-      max_seq = std::max(max_seq, ExtractTrailer(iter->key()) >> 8);
-      entries++;
-      bytes += iter->key().size() + iter->value().size();
-    }
-    MXFS_RETURN_IF_ERROR(iter->status());
-    if (entries == 0) return Status::OK();
+    iter->SeekToFirst();
+    if (!iter->Valid()) return iter->status();  // nothing to flush
     MatrixContainer* mc = nvm_->container();
+    // AddRow's sizing pass also counts the entries and finds the highest
+    // sequence, so the memtable is read twice in all.
+    const auto sequence_of = [](const Slice& ikey) { return ExtractTrailer(ikey) >> 8; };
+    MatrixContainer::RowInput in;
     while (true) {
-      auto row = mc->AddRow(iter, max_seq, &result->nvm_bytes);
+      auto row = mc->AddRow(iter, sequence_of, &in);
       if (row) {
         nvm_->container_full = false;
         compactor_.UpdateShare();
@@ -50,7 +48,7 @@ class ContainerLevel0 final : public Level0 {
       compactor_.UpdateShare();  // full: column compaction comes first now
       const uint64_t columns = mc->ColumnsCompacted();
       const uint64_t free_then = mc->allocator().free_pages();
-      const uint64_t want_pages = bytes / kPoolPageSize + bytes / kPoolPageSize / 8 + 1;
+      const uint64_t want_pages = in.bytes / kPoolPageSize + in.bytes / kPoolPageSize / 8 + 1;
       while (true) {
         if (nvm_->wake_compactor) nvm_->wake_compactor();
         if (nvm_->stopping.load()) return row.error();
@@ -62,12 +60,13 @@ class ContainerLevel0 final : public Level0 {
         if (mc->ColumnsCompacted() != columns || (free_now > free_then && free_now >= want_pages)) break;
       }
     }
-    result->entries = entries;
-    result->max_sequence = max_seq;
+    result->entries = in.entries;
+    result->max_sequence = in.max_sequence;
+    result->nvm_bytes = in.pm_bytes;
     result->bytes_written = 0;  // nothing on the SSD
     // MergeState carries the compacted key over from the recorded state.
     Level0State st;
-    st.flushed_sequence = max_seq;
+    st.flushed_sequence = in.max_sequence;
     edit->SetLevel0State(st.Encode());
     return Status::OK();
   }

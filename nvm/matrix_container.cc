@@ -369,20 +369,37 @@ uint64_t MatrixContainer::MaxRowSequence() const {
 }
 
 Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence, uint64_t* pm_bytes) {
+  RowInput input;
+  input.max_sequence = max_sequence;
+  auto id = AddRow(it, nullptr, &input);
+  if (id && pm_bytes != nullptr) *pm_bytes = input.pm_bytes;
+  return id;
+}
+
+Result<uint64_t> MatrixContainer::AddRow(Iterator* it, const std::function<uint64_t(const Slice& key)>& sequence_of,
+                                         RowInput* input) {
   std::lock_guard<std::mutex> fl(flush_mu_);
   // First pass: the entries' sizes (the layout); the second pass below
   // copies each entry straight from it into the row's pages.
   RowTableBuilder builder(options_.comparator);
   std::string last;
   uint64_t max_entry = 0;
+  input->entries = 0;
+  input->bytes = 0;
+  if (sequence_of) input->max_sequence = 0;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (builder.num_entries() > 0 && options_.comparator->Compare(last, it->key()) >= 0) {
-      return Err(Status::InvalidArgument("RowTable input not strictly increasing at key " + it->key().ToEscaped()));
+    const Slice key = it->key(), value = it->value();
+    if (builder.num_entries() > 0 && options_.comparator->Compare(last, key) >= 0) {
+      return Err(Status::InvalidArgument("RowTable input not strictly increasing at key " + key.ToEscaped()));
     }
-    last.assign(it->key().data(), it->key().size());
-    max_entry = std::max<uint64_t>(max_entry, it->key().size() + it->value().size());
-    builder.AddSizes(it->key().size(), it->value().size());
+    last.assign(key.data(), key.size());
+    max_entry = std::max<uint64_t>(max_entry, key.size() + value.size());
+    builder.AddSizes(key.size(), value.size());
+    input->entries++;
+    input->bytes += key.size() + value.size();
+    if (sequence_of) input->max_sequence = std::max(input->max_sequence, sequence_of(key));
   }
+  const uint64_t max_sequence = input->max_sequence;
   if (!it->status().ok()) return Err(it->status());
   if (builder.num_entries() == 0) return Err(Status::InvalidArgument("AddRow: no entries"));
 
@@ -526,7 +543,7 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it, uint64_t max_sequence, ui
   InstallLocked(std::move(v), {});
   auto sw = MaybeSwitchLocked(false);
   if (!sw) return Err(sw.error());
-  if (pm_bytes != nullptr) *pm_bytes = uint64_t{npages} * kPoolPageSize;
+  input->pm_bytes = uint64_t{npages} * kPoolPageSize;
   return id;
 }
 

@@ -187,6 +187,19 @@ class MatrixContainer {
   // than the whole container. *pm_bytes (if given) gets the bytes of pool
   // the row occupies, so that the caller need not look the row up again.
   Result<uint64_t> AddRow(Iterator* it, uint64_t max_sequence = 0, uint64_t* pm_bytes = nullptr);
+  // What AddRow's first pass over its input saw (filled even when AddRow
+  // then fails, e.g. Busy), and what the row takes.
+  struct RowInput {
+    uint64_t entries = 0;
+    uint64_t bytes = 0;         // keys and values
+    uint64_t max_sequence = 0;  // the highest sequence_of(key)
+    uint64_t pm_bytes = 0;      // pool bytes of the row (on success)
+  };
+  // As above, with the row's max_sequence computed by sequence_of over its
+  // keys in the same pass that sizes the row, so that a flush reads its
+  // memtable twice in all (that pass and the copy), not three times.
+  Result<uint64_t> AddRow(Iterator* it, const std::function<uint64_t(const Slice& key)>& sequence_of,
+                          RowInput* input);
   // The highest max_sequence of any live row (0 if none): after a crash,
   // WAL records at or below it are already in the container.
   uint64_t MaxRowSequence() const;
