@@ -1,5 +1,7 @@
 #include "kvcore/background.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -7,6 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace mxfs {
 
@@ -24,7 +29,7 @@ bool MayLeaveIdle() {
   return ::getrlimit(RLIMIT_NICE, &rl) == 0 && (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 20);
 }
 
-void ApplyShare(pid_t tid, BackgroundShare s) {
+void ApplyShareTo(pid_t tid, BackgroundShare s) {
   struct sched_param param {};
   param.sched_priority = 0;
   if (s == BackgroundShare::kIdle) {
@@ -34,10 +39,38 @@ void ApplyShare(pid_t tid, BackgroundShare s) {
   }
   (void)::sched_setscheduler(tid, SCHED_OTHER, &param);
   const bool high = s == BackgroundShare::kHigh;
-  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), high ? -10 : 0) != 0 && high) {
+  const int nice = high ? -10 : s == BackgroundShare::kLow ? 10 : 0;
+  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), nice) != 0 && high) {
     (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 0);
   }
   IoprioSet(tid, (kIoprioClassBe << kIoprioClassShift) | (high ? 2 : 7));
+}
+
+// The io_uring workers of the threads in tids (comm "iou-wrk-<tid>").
+std::vector<pid_t> IoWorkersOf(const std::vector<pid_t>& tids) {
+  std::vector<pid_t> out;
+  DIR* d = ::opendir("/proc/self/task");
+  if (d == nullptr) return out;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char path[300], comm[32] = {};
+    std::snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const ssize_t n = ::read(fd, comm, sizeof(comm) - 1);
+    ::close(fd);
+    if (n <= 8 || std::strncmp(comm, "iou-wrk-", 8) != 0) continue;
+    const pid_t owner = static_cast<pid_t>(std::atoi(comm + 8));
+    if (std::find(tids.begin(), tids.end(), owner) != tids.end()) out.push_back(std::atoi(e->d_name));
+  }
+  ::closedir(d);
+  return out;
+}
+
+void ApplyShare(const std::vector<pid_t>& tids, BackgroundShare s) {
+  if (tids.empty()) return;
+  for (const pid_t tid : tids) ApplyShareTo(tid, s);
+  for (const pid_t tid : IoWorkersOf(tids)) ApplyShareTo(tid, s);
 }
 
 }  // namespace
@@ -56,6 +89,7 @@ void SetIoPriority(IoPriority p) {
 const char* BackgroundShareName(BackgroundShare s) {
   switch (s) {
     case BackgroundShare::kIdle: return "idle";
+    case BackgroundShare::kLow: return "low";
     case BackgroundShare::kNormal: return "normal";
     case BackgroundShare::kHigh: return "high";
   }
@@ -66,7 +100,7 @@ void ThreadGroupShare::Join() {
   const pid_t tid = static_cast<pid_t>(::syscall(SYS_gettid));
   std::lock_guard<std::mutex> l(mu_);
   tids_.push_back(tid);
-  ApplyShare(tid, share_);
+  ApplyShareTo(tid, share_);
 }
 
 void ThreadGroupShare::Leave() {
@@ -77,13 +111,14 @@ void ThreadGroupShare::Leave() {
 }
 
 void ThreadGroupShare::Set(BackgroundShare s) {
-  static const bool may_idle = MayLeaveIdle();
-  if (s == BackgroundShare::kIdle && !may_idle) s = BackgroundShare::kNormal;
+  // Back from SCHED_IDLE or nice 10 to nice 0 takes the same right.
+  static const bool may_come_back = MayLeaveIdle();
+  if ((s == BackgroundShare::kIdle || s == BackgroundShare::kLow) && !may_come_back) s = BackgroundShare::kNormal;
   std::lock_guard<std::mutex> l(mu_);
   if (s == share_) return;
   share_ = s;
   changes_++;
-  for (const pid_t tid : tids_) ApplyShare(tid, s);
+  ApplyShare(tids_, s);
 }
 
 BackgroundShare ThreadGroupShare::share() const {
@@ -94,6 +129,27 @@ BackgroundShare ThreadGroupShare::share() const {
 uint64_t ThreadGroupShare::changes() const {
   std::lock_guard<std::mutex> l(mu_);
   return changes_;
+}
+
+namespace {
+thread_local uint64_t tl_last_write_us = 0;
+}  // namespace
+
+void ReaderPresence::NoteWrite() { tl_last_write_us = NowMicros(); }
+
+bool ReaderPresence::NoteRead() {
+  const uint64_t now = NowMicros();
+  if (tl_last_write_us != 0 && now - tl_last_write_us < kWriterQuietMicros) return false;
+  // At most one store a millisecond: the line is shared by every reader.
+  if (now - last_read_us_.load(std::memory_order_relaxed) >= 1000) last_read_us_.store(now, std::memory_order_relaxed);
+  if (active_.load(std::memory_order_relaxed)) return false;
+  return !active_.exchange(true, std::memory_order_relaxed);
+}
+
+bool ReaderPresence::Expire() {
+  if (!active_.load(std::memory_order_relaxed)) return false;
+  if (NowMicros() - last_read_us_.load(std::memory_order_relaxed) < kWindowMicros) return false;
+  return active_.exchange(false, std::memory_order_relaxed);
 }
 
 }  // namespace mxfs

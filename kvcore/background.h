@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -25,9 +26,13 @@ enum class IoPriority {
 // ioprio_set on the calling thread; harmless if refused.
 void SetIoPriority(IoPriority p);
 
-// The share of CPU and disk a background thread gets.
+// The share of CPU and disk a background thread gets, from least to most
+// (the order is the enum's: std::min of two shares is the smaller one).
 enum class BackgroundShare {
   kIdle,    // SCHED_IDLE and the idle I/O class: only what nobody else wants
+  kLow,     // SCHED_OTHER at nice 10, best-effort I/O at the lowest level:
+            // a tenth of a nice-0 thread's CPU weight, so foreground readers
+            // of the process come first (ReaderPresence)
   kNormal,  // SCHED_OTHER at nice 0, best-effort I/O at the lowest level
   kHigh,    // SCHED_OTHER at nice -10, best-effort I/O at level 2: ahead of
             // CPU-bound processes at nice 0 (needs CAP_SYS_NICE or
@@ -41,8 +46,12 @@ const char* BackgroundShareName(BackgroundShare s);
 // ioprio_set on each tid), so a thread busy in a long merge is raised
 // without waiting for it to look. kIdle is used only if the process may
 // leave SCHED_IDLE again (root, or RLIMIT_NICE >= 20); otherwise it maps to
-// kNormal, so that a thread can never be stuck at idle priority. Failures
-// of the system calls are ignored (the thread keeps its share).
+// kNormal, so that a thread can never be stuck at idle priority; the same
+// for kLow (nice 10 back to 0 needs the same right). Failures
+// of the system calls are ignored (the thread keeps its share). The io_uring
+// workers of a member (threads named iou-wrk-<member tid>, created by the
+// kernel with the member's share of that moment) are moved with it: they do
+// the member's buffered writes.
 class ThreadGroupShare {
  public:
   ThreadGroupShare() = default;  // starts at kNormal
@@ -63,6 +72,45 @@ class ThreadGroupShare {
   std::vector<pid_t> tids_;  // mu_
   BackgroundShare share_ = BackgroundShare::kNormal;  // mu_
   uint64_t changes_ = 0;     // mu_
+};
+
+// ReaderPresence: whether threads that only read are active, so that the
+// background threads (flush, compactions, their io_uring workers) step back
+// behind them. On two cores a reader beside an unlimited writer shares the
+// CPU with the writer, the flush and the compactions that writer keeps busy:
+// at equal weights it waits in the run queue for most of its time (issue 16:
+// readwhilewriting 0.65x RocksDB, whose writer is stalled by its own L0
+// triggers and leaves its reader the CPU). A writer that outruns the
+// background is stalled by the memtable and container limits anyway; giving
+// its background work less weight than the readers only moves the stall
+// earlier, and the readers get the CPU instead of the writer.
+//
+// A "pure reader" is a thread that has not written through the DB for
+// kWriterQuietMicros: a thread that reads and writes (read-modify-write,
+// readrandomwriterandom, a filesystem worker serving both) waits for its own
+// writes' background work, so slowing that work would slow it too. Presence
+// lasts kWindowMicros after the last pure read.
+//
+// Thread-safety: thread-safe. NoteWrite and NoteRead are lock-free (a
+// thread-local stamp, one relaxed atomic store per millisecond at most).
+class ReaderPresence {
+ public:
+  static constexpr uint64_t kWindowMicros = 200000;
+  static constexpr uint64_t kWriterQuietMicros = 1000000;
+
+  // The calling thread writes (DB::Write).
+  static void NoteWrite();
+  // A read by the calling thread; true if it turned presence on (the caller
+  // then lowers the background shares).
+  bool NoteRead();
+  // True if presence was on and no pure read came for kWindowMicros: it is
+  // off now (the caller then restores the shares). Cheap; call it often.
+  bool Expire();
+  bool active() const { return active_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> last_read_us_{0};
+  std::atomic<bool> active_{false};
 };
 
 }  // namespace mxfs

@@ -56,7 +56,15 @@ void ColumnCompactor::UpdateShare() {
     const auto v = mc->Current();
     many_rows = v->rows().size() >= max_rows;
   }
-  share_.Set(ColumnShareFor(a.free_pages(), a.num_pages(), nvm_->container_full.load(), many_rows));
+  const bool full = nvm_->container_full.load();
+  BackgroundShare want = ColumnShareFor(a.free_pages(), a.num_pages(), full, many_rows);
+  if (!full && readers_active_.load(std::memory_order_relaxed)) want = std::min(want, BackgroundShare::kLow);
+  share_.Set(want);
+}
+
+void ColumnCompactor::SetReadersActive(bool active) {
+  readers_active_.store(active, std::memory_order_relaxed);
+  UpdateShare();
 }
 
 bool ColumnCompactor::HasWork() const { return !nvm_->container()->CompactorEmpty(); }

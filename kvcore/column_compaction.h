@@ -5,7 +5,9 @@
 // Its share of the machine follows the container's fill (ColumnShareFor):
 // idle (SCHED_IDLE, idle I/O class) only while most of the container is
 // free and it holds few rows, normal in between, high (nice -10) when little is left or a flush
-// waits for room. On a busy machine an idle or even a normal compactor
+// waits for room. While threads that only read are active
+// (ReaderPresence), at most low (nice 10) unless a flush waits for room:
+// the writers then stand still, and the readers come after the drain. On a busy machine an idle or even a normal compactor
 // gets too little CPU beside CPU-bound processes; the container then fills
 // and every writer stalls (issue 16: fill rate -55% beside two compilers).
 // The share is re-evaluated after every flush (ContainerLevel0 calls
@@ -48,6 +50,7 @@
 // MakeAllCompactable and UpdateShare from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 
@@ -82,6 +85,7 @@ class ColumnCompactor final : public Level0Compactor {
   void LeaveThread() const override;
   // Sets the compactor threads' share from the container's fill now.
   void UpdateShare();
+  void SetReadersActive(bool active) override;
   bool HasWork() const override;
   [[nodiscard]] Status CompactNext(CompactionHost* host, std::unique_lock<std::mutex>& l, bool* blocked) override;
   // Switches the receiver to the compactor (once the compactor is empty).
@@ -94,6 +98,7 @@ class ColumnCompactor final : public Level0Compactor {
   ContainerPacer* const pacer_;
   // The compactor's threads and their share (its own mutex, a leaf).
   mutable ThreadGroupShare share_;
+  std::atomic<bool> readers_active_{false};
   // DB mutex: when the last column ended, since when the next one has been
   // waiting for a leveled compaction (0: it is not), and the counters.
   uint64_t last_column_end_us_ = 0;

@@ -121,6 +121,7 @@ Status DBImpl::Delete(const WriteOptions& options, const Slice& key) {
 }
 
 Status DBImpl::Write(const WriteOptions& options, WriteBatch* batch) {
+  ReaderPresence::NoteWrite();  // this thread is no pure reader (background.h)
   if (batch == nullptr) return Status::InvalidArgument("Write: batch is null");
   if (batch->Count() == 0) {
     std::lock_guard<std::mutex> g(mu_);
@@ -345,6 +346,7 @@ Status DBImpl::Get(const ReadOptions& options, const Slice& key, std::string* va
   const SequenceNumber seq =
       options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
   stats_.gets.fetch_add(1, std::memory_order_relaxed);
+  if (readers_.NoteRead()) UpdateBackgroundShares();
   LookupKey lkey(key, seq);
   Status s;
   if (view->mem && view->mem->Get(lkey, value, &s)) return s;
@@ -371,6 +373,7 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   if (!view) return NewEmptyIterator(Status::InvalidArgument("database " + ctx_.dbname + " is closed"));
   const SequenceNumber seq =
       options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
+  if (readers_.NoteRead()) UpdateBackgroundShares();
   std::vector<std::unique_ptr<Iterator>> iters;
   if (view->mem) iters.push_back(view->mem->NewIterator());
   for (const auto& imm : view->imms) iters.push_back(imm->NewIterator());
@@ -412,6 +415,7 @@ SequenceNumber DBImpl::OldestSnapshot() const {
 
 void DBImpl::FlushThreadMain() {
   SetThreadName("mxfs-flush");
+  flush_share_.Join();
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
     bg_cv_.wait(l, [this] { return shutting_down_ || (!imms_.empty() && bg_error_.ok()); });
@@ -421,7 +425,26 @@ void DBImpl::FlushThreadMain() {
     flushing_ = false;
     if (!s.ok() && !shutting_down_) RecordBackgroundError(s, "flush");
     bg_cv_.notify_all();
+    ExpireReaders(l);
   }
+  flush_share_.Leave();
+}
+
+void DBImpl::UpdateBackgroundShares() {
+  std::lock_guard<std::mutex> g(shares_mu_);
+  const bool active = readers_.active();
+  const BackgroundShare s = active ? BackgroundShare::kLow : BackgroundShare::kNormal;
+  flush_share_.Set(s);
+  compact_share_.Set(s);
+  if (Level0Compactor* lc = level0_->compactor()) lc->SetReadersActive(active);
+}
+
+void DBImpl::ExpireReaders(std::unique_lock<std::mutex>& l) {
+  MXFS_ASSERT_HELD(mu_);
+  if (!readers_.Expire()) return;
+  l.unlock();
+  UpdateBackgroundShares();
+  l.lock();
 }
 
 Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
@@ -477,8 +500,9 @@ Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
 
 void DBImpl::CompactThreadMain() {
   SetThreadName("mxfs-compact");
-  // Compaction yields the disk to foreground reads and WAL syncs.
-  SetIoPriority(IoPriority::kLowest);
+  // Compaction yields the disk to foreground reads and WAL syncs (every
+  // share below high has the lowest best-effort I/O level).
+  compact_share_.Join();
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
     // Leveled compactions run beside L0's own (two cores: the container
@@ -496,7 +520,9 @@ void DBImpl::CompactThreadMain() {
     leveled_done_++;
     if (!s.ok() && !shutting_down_) RecordBackgroundError(s, "compaction");
     bg_cv_.notify_all();
+    ExpireReaders(l);
   }
+  compact_share_.Leave();
 }
 
 Status DBImpl::BackgroundCompaction(std::unique_lock<std::mutex>& l) {
@@ -579,6 +605,7 @@ void DBImpl::Level0CompactThreadMain(Level0Compactor* lc) {
     };
     bg_cv_.wait_for(l, std::chrono::milliseconds(50), [&] { return shutting_down_ || ready(); });
     if (shutting_down_) break;
+    ExpireReaders(l);
     if (!ready()) continue;
     l0_running_ = true;
     bool blocked = false;

@@ -48,6 +48,7 @@
 #include <thread>
 #include <vector>
 
+#include "kvcore/background.h"
 #include "kvcore/blob_store.h"
 #include "kvcore/compaction_runner.h"
 #include "kvcore/db_context.h"
@@ -106,6 +107,12 @@ class DBImpl final : public DB, private CompactionHost {
   void RecordBackgroundError(const Status& s, const char* where);
   void FlushThreadMain();
   void CompactThreadMain();
+  // Moves the flush, compaction and L0 compactor threads to the share that
+  // readers_ calls for (without mu_: system calls).
+  void UpdateBackgroundShares();
+  // Turns readers_ off after a quiet window and restores the shares (mu_
+  // held through l; released around the system calls).
+  void ExpireReaders(std::unique_lock<std::mutex>& l);
   Status FlushOldestMemTable(std::unique_lock<std::mutex>& l);
   // Replaces read_view_ with mem_, imms_ and the current Version (mu_ held;
   // a no-op until Open has finished). Called after every change of any of
@@ -168,6 +175,12 @@ class DBImpl final : public DB, private CompactionHost {
   std::thread flush_thread_;
   std::thread compact_thread_;
   std::thread l0_compact_thread_;  // with Level0::compactor()
+  // Threads that only read (Get, NewIterator) and the shares of the flush
+  // and leveled compaction threads, low while such readers are active
+  // (background.h: ReaderPresence). shares_mu_ orders the updates.
+  ReaderPresence readers_;
+  std::mutex shares_mu_;
+  ThreadGroupShare flush_share_, compact_share_;
   bool leveled_running_ = false;   // a leveled compaction runs (mu_)
   bool l0_running_ = false;        // an L0 compaction (Level0Compactor) runs (mu_)
   // L1 tables that a running compaction (leveled or L0) reads: the two

@@ -153,6 +153,10 @@ class Level0Compactor {
   virtual void EnterThread() const = 0;
   // Called last on every such thread, before it exits.
   virtual void LeaveThread() const {}
+  // Threads that only read are active (ReaderPresence): the compactor's
+  // threads step back behind them unless it must not (from any thread,
+  // without the DB mutex).
+  virtual void SetReadersActive(bool /*active*/) {}
   // True while L0 holds data this compactor has yet to move down (DB mutex
   // held; cheap).
   virtual bool HasWork() const = 0;

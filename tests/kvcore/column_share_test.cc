@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "kvcore/background.h"
@@ -66,17 +67,46 @@ TEST_CASE("ThreadGroupShare: Set moves a member thread while it runs, Leave stop
   group.Set(BackgroundShare::kHigh);
   CHECK(SchedOf(tid).policy == SCHED_OTHER);
   CHECK(SchedOf(tid).nice == -10);
+  group.Set(BackgroundShare::kLow);
+  CHECK(SchedOf(tid).policy == SCHED_OTHER);
+  CHECK(SchedOf(tid).nice == 10);
+  CHECK(std::string(BackgroundShareName(group.share())) == "low");
   group.Set(BackgroundShare::kNormal);
   CHECK(SchedOf(tid).nice == 0);
-  CHECK(group.changes() == 3);
+  CHECK(group.changes() == 4);
   group.Set(BackgroundShare::kNormal);
-  CHECK(group.changes() == 3);  // unchanged: nothing applied
+  CHECK(group.changes() == 4);  // unchanged: nothing applied
   left = true;
   while (left.load()) std::this_thread::yield();
   group.Set(BackgroundShare::kHigh);
   CHECK(SchedOf(tid).nice == 0);  // no longer a member
   stop = true;
   member.join();
+}
+
+TEST_CASE("ReaderPresence: on at a read of a thread that does not write, off after a quiet window") {
+  ReaderPresence p;
+  CHECK_FALSE(p.active());
+  CHECK_FALSE(p.Expire());
+  // A thread that wrote just now is no pure reader.
+  std::thread([&] {
+    ReaderPresence::NoteWrite();
+    CHECK_FALSE(p.NoteRead());
+  }).join();
+  CHECK_FALSE(p.active());
+  // One that never wrote turns presence on, once.
+  std::thread([&] {
+    CHECK(p.NoteRead());
+    CHECK_FALSE(p.NoteRead());
+  }).join();
+  CHECK(p.active());
+  // Off after kWindowMicros without a pure read; on again with the next.
+  std::this_thread::sleep_for(std::chrono::microseconds(ReaderPresence::kWindowMicros + 50000));
+  CHECK(p.Expire());
+  CHECK_FALSE(p.active());
+  CHECK_FALSE(p.Expire());
+  std::thread([&] { CHECK(p.NoteRead()); }).join();
+  CHECK(p.active());
 }
 
 }  // namespace
