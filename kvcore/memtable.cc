@@ -55,7 +55,9 @@ void MemTable::Add(SequenceNumber seq, ValueType type, const Slice& key, const S
   const size_t internal_key_size = key.size() + kInternalKeyTrailer;
   const size_t encoded_len = VarintLength(internal_key_size) + internal_key_size + VarintLength(value.size()) +
                              value.size();
-  char* buf = arena_.Allocate(encoded_len);
+  // The entry sits right behind its skiplist node: an insert's comparisons
+  // read node and key from one place.
+  char* buf = table_.AllocateWithNode(encoded_len);
   char* p = EncodeVarint32(buf, static_cast<uint32_t>(internal_key_size));
   if (!key.empty()) std::memcpy(p, key.data(), key.size());
   p += key.size();
@@ -63,7 +65,7 @@ void MemTable::Add(SequenceNumber seq, ValueType type, const Slice& key, const S
   p += 8;
   p = EncodeVarint32(p, static_cast<uint32_t>(value.size()));
   if (!value.empty()) std::memcpy(p, value.data(), value.size());
-  table_.Insert(buf);
+  table_.InsertAllocated(buf, buf);
   num_entries_.fetch_add(1, std::memory_order_relaxed);
 }
 

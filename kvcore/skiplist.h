@@ -32,6 +32,13 @@ class SkipList {
 
   // key must not compare equal to anything already in the list.
   void Insert(const Key& key);
+  // Insert in two steps, for a key that points into memory of its own:
+  // AllocateWithNode returns `bytes` of arena memory right behind a new
+  // node (same allocation), the caller writes its key there, and
+  // InsertAllocated links the node. A search then reads each node and its
+  // key from one place instead of two (a cache miss less per comparison).
+  char* AllocateWithNode(size_t bytes);
+  void InsertAllocated(char* mem, const Key& key);
   bool Contains(const Key& key) const;
 
   class Iterator {
@@ -64,7 +71,7 @@ class SkipList {
 
   struct Node {
     explicit Node(const Key& k) : key(k) {}
-    Key const key;
+    Key key;  // set before the node is published (InsertAllocated)
     Node* Next(int n) { return next_[n].load(std::memory_order_acquire); }
     void SetNext(int n, Node* x) { next_[n].store(x, std::memory_order_release); }
     Node* NoBarrierNext(int n) { return next_[n].load(std::memory_order_relaxed); }
@@ -74,6 +81,11 @@ class SkipList {
   };
 
   Node* NewNode(const Key& key, int height);
+  void Link(Node* x, int height, Node** prev);
+  size_t NodeSize(int height) const { return sizeof(Node) + sizeof(std::atomic<Node*>) * (height - 1); }
+  // AllocateWithNode's node: its height, and where it sits.
+  int pending_height_ = 0;
+  char* pending_mem_ = nullptr;
   int RandomHeight();
   int GetMaxHeight() const { return max_height_.load(std::memory_order_relaxed); }
   bool Equal(const Key& a, const Key& b) const { return compare_(a, b) == 0; }
@@ -91,7 +103,7 @@ class SkipList {
 
 template <typename Key, class Cmp>
 typename SkipList<Key, Cmp>::Node* SkipList<Key, Cmp>::NewNode(const Key& key, int height) {
-  char* mem = arena_->AllocateAligned(sizeof(Node) + sizeof(std::atomic<Node*>) * (height - 1));
+  char* mem = arena_->AllocateAligned(NodeSize(height));
   Node* n = new (mem) Node(key);
   for (int i = 1; i < height; i++) new (&n->next_[i]) std::atomic<Node*>(nullptr);
   return n;
@@ -162,14 +174,41 @@ void SkipList<Key, Cmp>::Insert(const Key& key) {
   Node* x = FindGreaterOrEqual(key, prev);
   assert(x == nullptr || !Equal(key, x->key));
   (void)x;
-  int height = RandomHeight();
+  const int height = RandomHeight();
+  Link(NewNode(key, height), height, prev);
+}
+
+template <typename Key, class Cmp>
+char* SkipList<Key, Cmp>::AllocateWithNode(size_t bytes) {
+  pending_height_ = RandomHeight();
+  const size_t node = NodeSize(pending_height_);
+  pending_mem_ = arena_->AllocateAligned(node + bytes);
+  return pending_mem_ + node;
+}
+
+template <typename Key, class Cmp>
+void SkipList<Key, Cmp>::InsertAllocated(char* mem, const Key& key) {
+  assert(mem == pending_mem_ + NodeSize(pending_height_));
+  (void)mem;
+  Node* prev[kMaxHeight];
+  Node* x = FindGreaterOrEqual(key, prev);
+  assert(x == nullptr || !Equal(key, x->key));
+  (void)x;
+  const int height = pending_height_;
+  Node* n = new (pending_mem_) Node(key);
+  for (int i = 1; i < height; i++) new (&n->next_[i]) std::atomic<Node*>(nullptr);
+  pending_mem_ = nullptr;
+  Link(n, height, prev);
+}
+
+template <typename Key, class Cmp>
+void SkipList<Key, Cmp>::Link(Node* x, int height, Node** prev) {
   if (height > GetMaxHeight()) {
     for (int i = GetMaxHeight(); i < height; i++) prev[i] = head_;
     // A reader that sees the new height before the node finds nullptr in
     // head_'s new levels and simply drops down a level.
     max_height_.store(height, std::memory_order_relaxed);
   }
-  x = NewNode(key, height);
   for (int i = 0; i < height; i++) {
     x->NoBarrierSetNext(i, prev[i]->NoBarrierNext(i));
     prev[i]->SetNext(i, x);  // release: publishes the node's contents

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstring>
+#include <string>
 #include <set>
 #include <thread>
 #include <vector>
@@ -118,4 +120,34 @@ TEST_CASE("SkipList: concurrent readers see a sorted list holding every publishe
   CHECK_FALSE(failed.load());
   CHECK(reads.load() >= 2);
   for (uint64_t k = 0; k < kKeys; k++) REQUIRE(list.Contains(k));
+}
+
+TEST_CASE("SkipList: keys stored behind their nodes (AllocateWithNode) iterate in order") {
+  struct StrCmp {
+    int operator()(const char* a, const char* b) const {
+      if (a == nullptr || b == nullptr) return a == b ? 0 : (a == nullptr ? -1 : 1);
+      return std::strcmp(a, b);
+    }
+  };
+  Arena arena;
+  SkipList<const char*, StrCmp> list(StrCmp(), &arena);
+  std::set<std::string> model;
+  Random rnd(17);
+  for (int i = 0; i < 3000; i++) {
+    // Short keys and long ones (past a quarter arena block: a block of their own).
+    std::string k = std::to_string(rnd.Uniform(100000)) + std::string(rnd.OneIn(3) ? 2000 : 0, 'x');
+    if (!model.insert(k).second) continue;
+    char* mem = list.AllocateWithNode(k.size() + 1);
+    std::memcpy(mem, k.c_str(), k.size() + 1);
+    list.InsertAllocated(mem, mem);
+  }
+  SkipList<const char*, StrCmp>::Iterator it(&list);
+  it.SeekToFirst();
+  for (const std::string& k : model) {
+    REQUIRE(it.Valid());
+    CHECK(k == it.key());
+    it.Next();
+  }
+  CHECK_FALSE(it.Valid());
+  CHECK(list.Contains(model.begin()->c_str()));
 }
