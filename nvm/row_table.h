@@ -110,8 +110,8 @@ class RowTable {
   uint64_t data_bytes() const { return data_bytes_; }
   uint64_t max_sequence() const { return max_sequence_; }
 
-  Slice Key(uint32_t i) const { return Slice(Addr(Field(i, 0)), Field(i, 4)); }
-  Slice Value(uint32_t i) const { return Slice(Addr(Field(i, 8)), Field(i, 12)); }
+  Slice Key(uint32_t i) const { return Bytes(Field(i, 0), Field(i, 4)); }
+  Slice Value(uint32_t i) const { return Bytes(Field(i, 8), Field(i, 12)); }
   const std::vector<PageRun>& extents() const { return extents_; }
   // The physical page runs that hold logical pages [begin, end).
   std::vector<PageRun> PhysicalRuns(uint32_t begin, uint32_t end) const;
@@ -157,6 +157,9 @@ class RowTable {
     return v;
   }
   const char* Addr(uint32_t off) const { return page_base_[off / kRowPageSize] + off % kRowPageSize; }
+  // An empty key or value may sit exactly at the row's end (its offset is
+  // then one page past the last): it is not looked up.
+  Slice Bytes(uint32_t off, uint32_t len) const { return len == 0 ? Slice() : Slice(Addr(off), len); }
   Slice FilterKey(const Slice& k) const { return options_.filter_key ? options_.filter_key(k) : k; }
 
   RowTableOptions options_;

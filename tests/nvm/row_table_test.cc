@@ -274,3 +274,15 @@ TEST_CASE("RowTable: a row written in place over scattered extents has the image
   };
   CHECK(inplace_b.WriteInPlace(area.data(), longer, &meta, 2, nullptr, 0, 0, runs).IsCorruption());
 }
+
+TEST_CASE("RowTable: an empty value at the very end of the row reads as empty (no page past the row)") {
+  // One entry whose key fills the data page exactly: the empty value's
+  // offset is the row's end, one page past the last (ASan/TSan would catch
+  // a lookup of that page).
+  KVs kv = {{std::string(kRowPageSize, 'k'), ""}};
+  DramRow r = BuildDram(kv, 1, nullptr);
+  REQUIRE(r.table->num_entries() == 1);
+  CHECK(r.table->page_count() == 3);
+  CHECK(r.table->Key(0) == Slice(kv[0].first));
+  CHECK(r.table->Value(0).empty());
+}
