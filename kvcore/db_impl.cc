@@ -833,6 +833,9 @@ bool DBImpl::GetProperty(std::string_view name, std::string* value) {
     in.immutables = imms_.size();
     in.block_cache = ctx_.block_cache.get();
     in.background_error = bg_error_.ok() ? std::string("none") : bg_error_where_ + ": " + bg_error_.ToString();
+    in.background_share = BackgroundShareName(flush_share_.share());
+    in.background_share_changes = flush_share_.changes();
+    in.readers_active = readers_.active();
     *value = StatsText(stats_, in);
   } else if (p == "levels") {
     const auto v = versions_->current();

@@ -53,6 +53,11 @@ struct StatsInputs {
   uint64_t immutables = 0;    // memtables waiting for a flush
   const BlockCache* block_cache = nullptr;
   std::string background_error;  // "none" or "<where>: <status>"
+  // The flush and leveled compaction threads' share (low while pure
+  // readers are active: background.h, ReaderPresence) and its changes.
+  std::string background_share = "normal";
+  uint64_t background_share_changes = 0;
+  bool readers_active = false;
 };
 
 // "matrixkv.stats": one "name value" line per counter.

@@ -131,6 +131,24 @@ TEST_CASE("DB: flush and compaction move data down the tree and keep it readable
   CHECK(Prop(db.get(), "matrixkv.no-such-thing") == "(none)");
 }
 
+TEST_CASE("DB: a thread that only reads moves the background threads behind it, a writing one does not") {
+  TempDir dir;
+  auto db = OpenOrDie(SmallOptions(), dir.Sub("db"));
+  REQUIRE(db->Put(WriteOptions(), "k", "v").ok());
+  // This thread wrote just now: its reads are no pure reads.
+  CHECK(Get(db.get(), "k") == "v");
+  CHECK(Prop(db.get(), "matrixkv.stats").find("readers.active 0\n") != std::string::npos);
+  std::thread([&] { CHECK(Get(db.get(), "k") == "v"); }).join();
+  const std::string stats = Prop(db.get(), "matrixkv.stats");
+  CHECK(stats.find("readers.active 1\n") != std::string::npos);
+  // nice 10 is used only where the threads may come back to 0 (root here).
+  if (::geteuid() == 0) {
+    CHECK(stats.find("background.share low\n") != std::string::npos);
+    CHECK(stats.find("background.share.changes 1\n") != std::string::npos);
+  }
+  REQUIRE(db->Close().ok());
+}
+
 TEST_CASE("DB: iterator honours snapshots and hides deletions") {
   TempDir dir;
   auto db = OpenOrDie(SmallOptions(), dir.Sub("db"));
