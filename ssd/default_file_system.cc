@@ -344,8 +344,12 @@ class DefaultWritableFile final : public WritableFile {
   static constexpr size_t kBufferSize = 64 * 1024;
   static_assert(kBufferSize % kDirectIoAlignment == 0);
 
-  DefaultWritableFile(UniqueFd fd, FileIo io, uint64_t initial_size)
-      : fd_(std::move(fd)), io_(std::move(io)), flushed_(initial_size) {
+  DefaultWritableFile(UniqueFd fd, FileIo io, uint64_t initial_size, uint64_t bytes_per_sync = 0)
+      : fd_(std::move(fd)),
+        io_(std::move(io)),
+        flushed_(initial_size),
+        bytes_per_sync_(bytes_per_sync),
+        sync_started_(initial_size) {
     buf_.reserve(kBufferSize);
   }
   ~DefaultWritableFile() override {
@@ -369,6 +373,7 @@ class DefaultWritableFile final : public WritableFile {
     }
     MXFS_RETURN_IF_ERROR(io_.WriteAt(fd_.get(), data.data(), data.size(), flushed_));
     flushed_ += data.size();
+    StartWriteback();
     return Status::OK();
   }
   Status Flush() override {
@@ -387,6 +392,7 @@ class DefaultWritableFile final : public WritableFile {
     MXFS_RETURN_IF_ERROR(io_.WriteAt(fd_.get(), buf_.data(), buf_.size(), flushed_));
     flushed_ += buf_.size();
     buf_.clear();
+    StartWriteback();
     return Status::OK();
   }
   Status Sync() override {
@@ -406,6 +412,19 @@ class DefaultWritableFile final : public WritableFile {
   const std::string& path() const override { return io_.path(); }
 
  private:
+  // Buffered files with bytes_per_sync: starts the writeback of the whole
+  // pages written since the last start once there are bytes_per_sync of
+  // them. Only a hint (it does not wait for the writeback, and a failure
+  // changes nothing: Sync still writes and waits for everything).
+  void StartWriteback() {
+    if (bytes_per_sync_ == 0 || io_.direct()) return;
+    const uint64_t end = AlignDown(flushed_, 4096);
+    if (end < sync_started_ + bytes_per_sync_) return;
+    (void)::sync_file_range(fd_.get(), static_cast<off_t>(sync_started_), static_cast<off_t>(end - sync_started_),
+                            SYNC_FILE_RANGE_WRITE);
+    sync_started_ = end;
+  }
+
   // O_DIRECT: writes the whole blocks at the front of buf_ and drops them.
   Status WriteWholeBlocks() {
     const size_t whole = static_cast<size_t>(AlignDown(buf_.size(), kDirectIoAlignment));
@@ -422,6 +441,8 @@ class DefaultWritableFile final : public WritableFile {
   std::string buf_;
   uint64_t flushed_;  // file offset of buf_[0] (aligned with O_DIRECT)
   size_t tail_on_disk_ = 0;  // O_DIRECT: bytes of buf_ already written as a padded tail
+  const uint64_t bytes_per_sync_;
+  uint64_t sync_started_;  // writeback started for [.., sync_started_)
 };
 
 // With O_DIRECT, unaligned writes read-modify-write their edge blocks, so
@@ -518,7 +539,8 @@ class DefaultFileSystemImpl final : public FileSystem {
     bool direct = opts.direct_io;
     auto fd = OpenMaybeDirect(path, O_WRONLY | O_CREAT | O_TRUNC, 0644, "create", &direct);
     if (!fd) return Err(fd.error());
-    return std::make_unique<DefaultWritableFile>(std::move(*fd), Io(path, opts.use_io_uring, direct), 0);
+    return std::make_unique<DefaultWritableFile>(std::move(*fd), Io(path, opts.use_io_uring, direct), 0,
+                                                 opts.bytes_per_sync);
   }
   Result<std::unique_ptr<WritableFile>> NewAppendableFile(const std::string& path) override {
     auto fd = OpenFd(path, O_WRONLY | O_CREAT, 0644, "open for append");

@@ -35,6 +35,13 @@ struct FileOptions {
   // For a 4 KiB page-cache hit pread is the cheaper call (kvcore's table reads
   // set it; BENCHMARKS.md, "readrandom after the load"). Ignored with direct_io.
   bool pread_single_reads = false;
+  // WritableFile: after every this many bytes written (0: never), start the
+  // writeback of what was written (sync_file_range SYNC_FILE_RANGE_WRITE, a
+  // hint that does not wait), so that the file's fsync at the end waits for
+  // the last stretch only instead of the whole file (compaction outputs:
+  // BENCHMARKS.md, "the fill waits for the compaction outputs' fsync").
+  // Durability still comes from Sync() alone. Ignored with direct_io.
+  uint64_t bytes_per_sync = 0;
 };
 
 class SequentialFile {
