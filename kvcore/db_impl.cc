@@ -420,11 +420,13 @@ void DBImpl::FlushThreadMain() {
   while (true) {
     bg_cv_.wait(l, [this] { return shutting_down_ || (!imms_.empty() && bg_error_.ok()); });
     if (shutting_down_) break;
+    UpdateFlushUrgency(l);
     flushing_ = true;
     Status s = FlushOldestMemTable(l);
     flushing_ = false;
     if (!s.ok() && !shutting_down_) RecordBackgroundError(s, "flush");
     bg_cv_.notify_all();
+    UpdateFlushUrgency(l);
     ExpireReaders(l);
   }
   flush_share_.Leave();
@@ -434,9 +436,20 @@ void DBImpl::UpdateBackgroundShares() {
   std::lock_guard<std::mutex> g(shares_mu_);
   const bool active = readers_.active();
   const BackgroundShare s = active ? BackgroundShare::kLow : BackgroundShare::kNormal;
-  flush_share_.Set(s);
+  const bool urgent = flush_urgent_.load(std::memory_order_relaxed);
+  flush_share_.Set(!active && urgent ? BackgroundShare::kHigh : s);
   compact_share_.Set(s);
   if (Level0Compactor* lc = level0_->compactor()) lc->SetReadersActive(active);
+}
+
+void DBImpl::UpdateFlushUrgency(std::unique_lock<std::mutex>& l) {
+  MXFS_ASSERT_HELD(mu_);
+  const bool urgent = !imms_.empty() && static_cast<int>(imms_.size()) >= ctx_.options.max_write_buffer_number - 1;
+  if (urgent == flush_urgent_.load(std::memory_order_relaxed)) return;
+  flush_urgent_.store(urgent, std::memory_order_relaxed);
+  l.unlock();
+  UpdateBackgroundShares();
+  l.lock();
 }
 
 void DBImpl::ExpireReaders(std::unique_lock<std::mutex>& l) {

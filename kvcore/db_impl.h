@@ -108,8 +108,11 @@ class DBImpl final : public DB, private CompactionHost {
   void FlushThreadMain();
   void CompactThreadMain();
   // Moves the flush, compaction and L0 compactor threads to the share that
-  // readers_ calls for (without mu_: system calls).
+  // readers_ and flush_urgent_ call for (without mu_: system calls).
   void UpdateBackgroundShares();
+  // Sets flush_urgent_ from imms_ (mu_ held through l; released around the
+  // system calls when the share changes).
+  void UpdateFlushUrgency(std::unique_lock<std::mutex>& l);
   // Turns readers_ off after a quiet window and restores the shares (mu_
   // held through l; released around the system calls).
   void ExpireReaders(std::unique_lock<std::mutex>& l);
@@ -179,6 +182,12 @@ class DBImpl final : public DB, private CompactionHost {
   // and leveled compaction threads, low while such readers are active
   // (background.h: ReaderPresence). shares_mu_ orders the updates.
   ReaderPresence readers_;
+  // The flush is urgent while the immutable memtables are at
+  // max_write_buffer_number - 1: the next switch would stall the writers
+  // until it ends, so it runs at the high share (ahead of CPU-bound
+  // processes), unless readers_ is active. Written under mu_, read by
+  // UpdateBackgroundShares without it.
+  std::atomic<bool> flush_urgent_{false};
   std::mutex shares_mu_;
   ThreadGroupShare flush_share_, compact_share_;
   bool leveled_running_ = false;   // a leveled compaction runs (mu_)
