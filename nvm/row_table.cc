@@ -258,15 +258,23 @@ Result<std::string> RowTableBuilder::Finish(uint64_t row_id, const RowTable* pre
   return img;
 }
 
-Status RowTableBuilder::FinishInto(std::string* out, uint64_t row_id, const RowTable* prev, uint32_t prev_start,
-                                   uint64_t max_sequence, std::vector<PageRun> extents) const {
-  if (entries_.empty()) return Status::InvalidArgument("RowTable with no entries");
+Result<uint64_t> RowTableBuilder::Layout(const std::vector<PageRun>& extents, std::vector<uint64_t>* offsets) const {
+  if (entries_.empty()) return Err(Status::InvalidArgument("RowTable with no entries"));
   std::vector<uint32_t> sizes;
   for (auto& r : extents) sizes.push_back(r.second);
-  const uint64_t total = PageAlign(Place(sizes, nullptr));
+  const uint64_t end = Place(sizes, offsets);
+  const uint64_t total = PageAlign(end);
   if (total > (uint64_t{1} << 32) - kRowPageSize) {
-    return Status::InvalidArgument("RowTable of " + std::to_string(total) + " bytes exceeds the 4 GiB row limit");
+    return Err(Status::InvalidArgument("RowTable of " + std::to_string(total) + " bytes exceeds the 4 GiB row limit"));
   }
+  return end;
+}
+
+Status RowTableBuilder::FinishInto(std::string* out, uint64_t row_id, const RowTable* prev, uint32_t prev_start,
+                                   uint64_t max_sequence, std::vector<PageRun> extents) const {
+  auto layout_end = Layout(extents, nullptr);
+  if (!layout_end) return layout_end.error();
+  const uint64_t total = PageAlign(*layout_end);
   // The image is the row's logical space: its extents laid end to end from
   // offset 0 (WriteInPlace places extent e at its first page; here they
   // only give the layout, so map them to consecutive image pages).
@@ -300,15 +308,11 @@ Status RowTableBuilder::Write(char* area, const std::vector<PageRun>& where, con
                               std::string* meta_buf, uint64_t row_id, const RowTable* prev, uint32_t prev_start,
                               uint64_t max_sequence, std::vector<PageRun> extents,
                               const std::function<void()>& halfway) const {
-  if (entries_.empty()) return Status::InvalidArgument("RowTable with no entries");
-  std::vector<uint32_t> sizes;
-  for (auto& r : extents) sizes.push_back(r.second);
   std::vector<uint64_t> offs;
-  const uint64_t end = Place(sizes, &offs);
+  auto layout_end = Layout(extents, &offs);
+  if (!layout_end) return layout_end.error();
+  const uint64_t end = *layout_end;
   const uint64_t total = PageAlign(end);
-  if (total > (uint64_t{1} << 32) - kRowPageSize) {
-    return Status::InvalidArgument("RowTable of " + std::to_string(total) + " bytes exceeds the 4 GiB row limit");
-  }
   std::vector<PageRun> addr_runs = where;
   if (extents.empty()) {
     extents.emplace_back(0, static_cast<uint32_t>(total / kRowPageSize));

@@ -284,6 +284,9 @@ class RowTableBuilder {
   // Logical offset of each entry's data given the extent sizes; returns the
   // end of the data.
   uint64_t Place(const std::vector<uint32_t>& extent_pages, std::vector<uint64_t>* offsets) const;
+  // Place over the extents' sizes, checked: InvalidArgument with no entries
+  // or beyond the 4 GiB row limit. Returns the end of the data.
+  Result<uint64_t> Layout(const std::vector<PageRun>& extents, std::vector<uint64_t>* offsets) const;
   // WriteInPlace with the extents' bytes at the pages `where` names (the
   // same sizes as extents; FinishInto lays them end to end in its image).
   Status Write(char* area, const std::vector<PageRun>& where, const EntrySource& source, std::string* meta,
