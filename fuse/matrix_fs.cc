@@ -234,6 +234,10 @@ Result<std::unique_ptr<MatrixFs>> MatrixFs::Open(const std::string& datadir, con
   // The mount option wins over the superblock, for this mount only.
   opts.container_share = cfg.container_share > 0.0 ? cfg.container_share : sb->container_share;
   opts.prefix_length = kInoPrefixLength;
+  // A worker serves every client's requests: one that served only lookups
+  // for a second is no pure reader, and the background must keep its share
+  // beside the clients (a build's compilers) that wait for the writes.
+  opts.background_yields_to_readers = false;
   const auto [total, free_bytes] = FsSpace(datadir);
   ScaleToFilesystem(total, &opts);
   // A full filesystem: DATADIR/reserve gives the database's open the room

@@ -89,7 +89,10 @@ class ThreadGroupShare {
 // kWriterQuietMicros: a thread that reads and writes (read-modify-write,
 // readrandomwriterandom, a filesystem worker serving both) waits for its own
 // writes' background work, so slowing that work would slow it too. Presence
-// lasts kWindowMicros after the last pure read.
+// lasts kWindowMicros after the last pure read. That holds where a thread is
+// a client; a server whose worker threads serve every client alike (the
+// FUSE daemon) opens its DB with Options::background_yields_to_readers off,
+// and DBImpl then notes no reads at all.
 //
 // Thread-safety: thread-safe. NoteWrite and NoteRead are lock-free (a
 // thread-local stamp, one relaxed atomic store per millisecond at most).

@@ -346,7 +346,7 @@ Status DBImpl::Get(const ReadOptions& options, const Slice& key, std::string* va
   const SequenceNumber seq =
       options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
   stats_.gets.fetch_add(1, std::memory_order_relaxed);
-  if (readers_.NoteRead()) UpdateBackgroundShares();
+  if (ctx_.options.background_yields_to_readers && readers_.NoteRead()) UpdateBackgroundShares();
   LookupKey lkey(key, seq);
   Status s;
   if (view->mem && view->mem->Get(lkey, value, &s)) return s;
@@ -373,7 +373,7 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   if (!view) return NewEmptyIterator(Status::InvalidArgument("database " + ctx_.dbname + " is closed"));
   const SequenceNumber seq =
       options.snapshot ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence : versions_->LastSequence();
-  if (readers_.NoteRead()) UpdateBackgroundShares();
+  if (ctx_.options.background_yields_to_readers && readers_.NoteRead()) UpdateBackgroundShares();
   std::vector<std::unique_ptr<Iterator>> iters;
   if (view->mem) iters.push_back(view->mem->NewIterator());
   for (const auto& imm : view->imms) iters.push_back(imm->NewIterator());

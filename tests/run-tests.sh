@@ -107,6 +107,7 @@ done
 
 # Script checks of whole programs: each counts as one test.
 for script in tools/bench/kvbench_smoke.sh tools/bench/fs_workloads_smoke.sh tools/bench/fs_churn_scan_smoke.sh \
+              tools/bench/fs_build_mix_smoke.sh \
               tools/load/load_smoke.sh tools/torture/torture_smoke.sh tools/fio/fio_parse_check.sh; do
   [ -x "$script" ] || continue
   name=$(basename "$script" .sh)

@@ -81,6 +81,15 @@ struct Options {
   size_t prefix_length = 0;
   bool use_cross_row_hints = true;  // off only to measure what they buy
   bool use_row_blooms = true;       // likewise
+  // Threads that only read make the flush and the compactions step back
+  // behind them (nice 10 while they read; kvcore/background.h,
+  // ReaderPresence): right where a thread is a client, as an application's
+  // reader thread is. Off for a server whose worker threads serve every
+  // client alike (MatrixFS): a worker that served only lookups for a second
+  // says nothing about its clients, who write too (a build's compilers), and
+  // the step-back only handed the CPU to the processes beside the server
+  // (BENCHMARKS.md, issue 16 session 5).
+  bool background_yields_to_readers = true;
   // The pool's UUID in 8-4-4-4-12 form (MatrixFS: the superblock's). A new
   // pool is created with it (empty: a random one); an existing pool with
   // another UUID is refused, naming the pool and both UUIDs (empty: only

@@ -9,10 +9,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "kvcore/background.h"
 #include "kvcore/column_compaction.h"
+#include "kvcore/include/db.h"
+#include "tests/kvcore/test_util.h"
 
 namespace mxfs {
 namespace {
@@ -107,6 +110,36 @@ TEST_CASE("ReaderPresence: on at a read of a thread that does not write, off aft
   CHECK_FALSE(p.Expire());
   std::thread([&] { CHECK(p.NoteRead()); }).join();
   CHECK(p.active());
+}
+
+// Whether the "readers.active 1" line shows up while a thread that never
+// wrote reads: up to 100 Gets, the stats read after each (presence lasts a
+// window after a read, so a loaded machine needs a few tries, no timing).
+bool ReadersSeenActive(DB* db) {
+  bool seen = false;
+  std::thread([&] {
+    std::string v, stats;
+    for (int i = 0; i < 100 && !seen; i++) {
+      (void)db->Get(ReadOptions(), "k", &v);
+      REQUIRE(db->GetProperty("matrixkv.stats", &stats));
+      seen = stats.find("\nreaders.active 1\n") != std::string::npos;
+    }
+  }).join();
+  return seen;
+}
+
+TEST_CASE("ReaderPresence in a DB: a pure reader's Get turns it on unless background_yields_to_readers is off") {
+  testing::TempDir dir;
+  for (const bool yields : {true, false}) {
+    Options o;
+    o.write_buffer_size = 64 << 10;
+    o.background_yields_to_readers = yields;
+    auto db = DB::Open(o, dir.Sub(yields ? "yields" : "keeps"));
+    REQUIRE(db);
+    REQUIRE((*db)->Put(WriteOptions(), "k", "v").ok());
+    CHECK(ReadersSeenActive(db->get()) == yields);
+    REQUIRE((*db)->Close().ok());
+  }
 }
 
 }  // namespace
