@@ -27,6 +27,7 @@ Result<std::shared_ptr<BlobFileReader>> BlobStore::Open(uint64_t number) {
   // One value per read: pread, as for table blocks (table_cache.cc).
   FileOptions fo = ctx_->file_options;
   fo.pread_single_reads = true;
+  fo.mmap_reads = ctx_->options.mmap_reads;  // blob files never change either
   auto file = ctx_->fs->NewRandomAccessFile(path, fo);
   if (!file) return Err(file.error());
   auto reader = BlobFileReader::Open(std::move(*file), *size);

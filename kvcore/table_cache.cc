@@ -14,6 +14,8 @@ Result<std::shared_ptr<Table>> TableCache::Open(uint64_t number, uint64_t file_s
   // submission for it (BENCHMARKS.md, "readrandom after the load").
   FileOptions fo = ctx_->file_options;
   fo.pread_single_reads = true;
+  // Or no system call at all for a cached page (tables never change).
+  fo.mmap_reads = ctx_->options.mmap_reads;
   auto file = ctx_->fs->NewRandomAccessFile(path, fo);
   if (!file) return Err(file.error());
   auto table = Table::Open(ctx_->table_options, std::move(*file), file_size, number);

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "ssd/file_system.h"
 #include "ssd/aligned_buffer.h"
 #include "ssd/io_ring.h"
+#include "ssd/mapped_copy.h"
 #include "ssd/posix_io.h"
 
 namespace mxfs {
@@ -112,6 +114,12 @@ class FileIo {
     RunOne(&op);
     if (op.err != 0) return Status::FromErrno("fdatasync " + path_, op.err);
     return Status::OK();
+  }
+
+  // A read served from a file mapping (no system call).
+  void CountMappedRead(size_t n) const {
+    counters_->read_ops.fetch_add(1, std::memory_order_relaxed);
+    counters_->bytes_read.fetch_add(n, std::memory_order_relaxed);
   }
 
   Status MultiRead(int fd, ReadRequest* reqs, size_t n) const {
@@ -313,11 +321,29 @@ class DefaultSequentialFile final : public SequentialFile {
   uint64_t pos_ = 0;
 };
 
+// With a mapping (FileOptions::mmap_reads), Read copies out of it under
+// MappedCopy's SIGBUS guard; a copy that faults, and any read past the
+// mapped size, goes through pread as without one.
 class DefaultRandomAccessFile final : public RandomAccessFile {
  public:
-  DefaultRandomAccessFile(UniqueFd fd, FileIo io, bool pread_single_reads)
-      : fd_(std::move(fd)), io_(std::move(io)), pread_(pread_single_reads) {}
+  DefaultRandomAccessFile(UniqueFd fd, FileIo io, bool pread_single_reads, const char* map, size_t map_size)
+      : fd_(std::move(fd)), io_(std::move(io)), pread_(pread_single_reads), map_(map), map_size_(map_size) {}
+  ~DefaultRandomAccessFile() override {
+    if (map_ != nullptr) ::munmap(const_cast<char*>(map_), map_size_);
+  }
+  DefaultRandomAccessFile(const DefaultRandomAccessFile&) = delete;
+  DefaultRandomAccessFile& operator=(const DefaultRandomAccessFile&) = delete;
+
   Status Read(uint64_t offset, size_t n, Slice* result, char* scratch) const override {
+    if (map_ != nullptr && offset <= map_size_ && n <= map_size_ - offset) {
+      if (MappedCopy(scratch, map_ + offset, n)) {
+        io_.CountMappedRead(n);
+        *result = Slice(scratch, n);
+        return Status::OK();
+      }
+      // SIGBUS: the page could not be read (or the file is shorter than it
+      // was). pread tells which, as a Status.
+    }
     size_t done = 0;
     Status s = pread_ ? io_.PreadAt(fd_.get(), scratch, n, offset, &done)
                       : io_.ReadAt(fd_.get(), scratch, n, offset, &done);
@@ -332,6 +358,8 @@ class DefaultRandomAccessFile final : public RandomAccessFile {
   UniqueFd fd_;
   FileIo io_;
   const bool pread_;  // FileOptions::pread_single_reads
+  const char* const map_;  // FileOptions::mmap_reads: the whole file read-only, or nullptr
+  const size_t map_size_;
 };
 
 // Appends go to a 64 KiB buffer written through FileIo when full. With
@@ -532,8 +560,25 @@ class DefaultFileSystemImpl final : public FileSystem {
     bool direct = opts.direct_io;
     auto fd = OpenMaybeDirect(path, O_RDONLY, 0, "open", &direct);
     if (!fd) return Err(fd.error());
+    const char* map = nullptr;
+    size_t map_size = 0;
+    if (opts.mmap_reads && !direct) {
+      auto size = FdSize(fd->get(), path);
+      if (!size) return Err(size.error());
+      // A file that cannot be mapped (empty, or no address space) is read
+      // with pread instead.
+      if (*size > 0) {
+        void* p = ::mmap(nullptr, *size, PROT_READ, MAP_SHARED, fd->get(), 0);
+        if (p != MAP_FAILED) {
+          // Point reads: no read-around on a page-cache miss.
+          ::madvise(p, *size, MADV_RANDOM);
+          map = static_cast<const char*>(p);
+          map_size = *size;
+        }
+      }
+    }
     return std::make_unique<DefaultRandomAccessFile>(std::move(*fd), Io(path, opts.use_io_uring, direct),
-                                                     opts.pread_single_reads);
+                                                     opts.pread_single_reads, map, map_size);
   }
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path, const FileOptions& opts) override {
     bool direct = opts.direct_io;

@@ -35,6 +35,14 @@ struct FileOptions {
   // For a 4 KiB page-cache hit pread is the cheaper call (kvcore's table reads
   // set it; BENCHMARKS.md, "readrandom after the load"). Ignored with direct_io.
   bool pread_single_reads = false;
+  // RandomAccessFile only, for files that never change while open (SSTables,
+  // blob files): map the file read-only at open and serve Read from the
+  // mapping, a copy without a system call when the page is cached (a major
+  // fault reads the page when it is not). A read the mapping cannot serve
+  // (SIGBUS: I/O error or a shortened file; past the size at open) goes
+  // through pread and reports its error. MultiRead is unchanged. Ignored
+  // with direct_io.
+  bool mmap_reads = false;
   // WritableFile: after every this many bytes written (0: never), start the
   // writeback of what was written (sync_file_range SYNC_FILE_RANGE_WRITE, a
   // hint that does not wait), so that the file's fsync at the end waits for

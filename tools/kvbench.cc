@@ -282,6 +282,7 @@ void Benchmark::PrintHeader() {
   std::printf("Sync:       %s\n", flags_.sync ? "yes" : "no");
   std::printf("Direct I/O: %s\n", flags_.use_direct_io ? "yes" : "no");
   std::printf("io_uring:   %s\n", flags_.use_io_uring ? "yes" : "no");
+  std::printf("mmap reads: %s\n", flags_.mmap_read && !flags_.use_direct_io ? "yes" : "no");
   if (flags_.nvm_path.empty()) {
     std::printf("NVM pool:   none (L0 and WAL on SSD)\n");
   } else {
@@ -310,6 +311,7 @@ void Benchmark::Open() {
   o.block_cache_size = static_cast<size_t>(flags_.cache_size);
   o.use_direct_io = flags_.use_direct_io;
   o.use_io_uring = flags_.use_io_uring;
+  o.mmap_reads = flags_.mmap_read;
   o.nvm_path = flags_.nvm_path;
   o.nvm_size = flags_.nvm_size;
   o.container_share = flags_.container_share;

@@ -77,6 +77,9 @@ std::vector<FlagSpec> FlagTable(Flags* f) {
       {"use_direct_io_for_flush_and_compaction", FlagType::kBool, &f->use_direct_io_for_flush_and_compaction,
        "db_bench spelling; same as --use_direct_io"},
       {"use_io_uring", FlagType::kBool, &f->use_io_uring, "io_uring for SSD I/O (0: pread/pwrite)"},
+      {"mmap_read", FlagType::kBool, &f->mmap_read,
+       "reads of tables and blob files copy out of a mapping of the file instead of pread (db_bench's flag of "
+       "that name)"},
       {"nvm_path", FlagType::kString, &f->nvm_path, "persistent-memory pool (empty: L0 and WAL on SSD)"},
       {"nvm_size", FlagType::kUint, &f->nvm_size, "pool size in bytes when it is created"},
       {"container_share", FlagType::kDouble, &f->container_share,

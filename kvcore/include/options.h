@@ -41,6 +41,11 @@ struct Options {
   size_t block_cache_size = 64ull << 20;
   bool use_direct_io = false;  // O_DIRECT for table reads, flush and compaction
   bool use_io_uring = true;    // false forces the pread/pwrite fallback
+  // Reads of SSTables and blob files copy out of a read-only mapping of the
+  // file instead of calling pread (FileOptions::mmap_reads): no system call
+  // for a page in the page cache. An I/O error still comes back as a Status
+  // (ssd/mapped_copy.h). Ignored with use_direct_io.
+  bool mmap_reads = true;
 
   // Key-value separation (kvcore/blob_store.h). A compaction writes a value
   // of at least min_blob_size bytes into a blob file once and keeps a small

@@ -1,7 +1,10 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include "base/random.h"
 #include "ssd/file_system.h"
 #include "ssd/io_ring.h"
+#include "ssd/mapped_copy.h"
 #include "tests/ssd/scratch_dir.h"
 
 using namespace mxfs;
@@ -505,4 +509,125 @@ TEST_CASE("FileSystem: with pread_single_reads a Read goes through pread and Mul
   REQUIRE((*f)->MultiRead(reqs.data(), reqs.size()).ok());
   for (size_t i = 0; i < reqs.size(); i++) CHECK(reqs[i].result == Slice(data.data() + 1000 * i, 100));
   if (IoUringAvailable()) CHECK(fs->GetStats().uring_ops == after.uring_ops + 3);
+}
+
+TEST_CASE("FileSystem: with mmap_reads a Read copies from the mapping, without a system call") {
+  Backend backend(GENERATE(false, true));
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  Random rnd(22);
+  const std::string data = RandomBytes(&rnd, 64 << 10);
+  REQUIRE(WriteFileAtomic(fs.get(), dir.File("f"), data).ok());
+  FileOptions opts;
+  opts.pread_single_reads = true;
+  opts.mmap_reads = true;
+  auto f = fs->NewRandomAccessFile(dir.File("f"), opts);
+  REQUIRE(f.has_value());
+  const FileSystemStats before = fs->GetStats();
+  std::string scratch(8192, '\0');
+  for (uint64_t off : {0ull, 4096ull, 5000ull, 60000ull, 65536ull - 4096}) {
+    Slice got;
+    REQUIRE((*f)->Read(off, 4096, &got, scratch.data()).ok());
+    CHECK(got == Slice(data.data() + off, 4096));
+  }
+  const FileSystemStats mapped = fs->GetStats();
+  CHECK(mapped.read_ops == before.read_ops + 5);
+  CHECK(mapped.bytes_read == before.bytes_read + 5 * 4096);
+  CHECK(mapped.fallback_ops == before.fallback_ops);  // no pread
+  CHECK(mapped.uring_ops == before.uring_ops);
+  // Past the end: pread, short only at end of file as on every backend.
+  Slice tail;
+  REQUIRE((*f)->Read(data.size() - 10, 100, &tail, scratch.data()).ok());
+  CHECK(tail == Slice(data.data() + data.size() - 10, 10));
+  REQUIRE((*f)->Read(data.size() + 5, 100, &tail, scratch.data()).ok());
+  CHECK(tail.empty());
+  CHECK(fs->GetStats().fallback_ops == mapped.fallback_ops + 2);
+
+  // An empty file cannot be mapped: it is read (as nothing) all the same.
+  REQUIRE(WriteFileAtomic(fs.get(), dir.File("empty"), "").ok());
+  auto e = fs->NewRandomAccessFile(dir.File("empty"), opts);
+  REQUIRE(e.has_value());
+  REQUIRE((*e)->Read(0, 10, &tail, scratch.data()).ok());
+  CHECK(tail.empty());
+}
+
+TEST_CASE("FileSystem: a mapped file shortened behind the reader's back is a short read, not a SIGBUS") {
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  Random rnd(23);
+  const std::string data = RandomBytes(&rnd, 64 << 10);
+  const std::string path = dir.File("f");
+  REQUIRE(WriteFileAtomic(fs.get(), path, data).ok());
+  FileOptions opts;
+  opts.pread_single_reads = true;
+  opts.mmap_reads = true;
+  auto f = fs->NewRandomAccessFile(path, opts);
+  REQUIRE(f.has_value());
+  std::string scratch(4096, '\0');
+  Slice got;
+  REQUIRE((*f)->Read(0, 4096, &got, scratch.data()).ok());
+  CHECK(got == Slice(data.data(), 4096));
+  // Tables and blob files never shrink; this one does, under the mapping.
+  REQUIRE(::truncate(path.c_str(), 8192) == 0);
+  const size_t faults = MappedCopyFaults();
+  REQUIRE((*f)->Read(32768, 4096, &got, scratch.data()).ok());
+  CHECK(got.empty());  // pread: end of file
+  CHECK(MappedCopyFaults() == faults + 1);
+  // The part that is still there reads as before, from the mapping.
+  REQUIRE((*f)->Read(4096, 4096, &got, scratch.data()).ok());
+  CHECK(got == Slice(data.data() + 4096, 4096));
+  CHECK(MappedCopyFaults() == faults + 1);
+  // A read that straddles the new end: what pread returns.
+  REQUIRE((*f)->Read(6000, 4096, &got, scratch.data()).ok());
+  CHECK(got == Slice(data.data() + 6000, 8192 - 6000));
+  CHECK(MappedCopyFaults() == faults + 2);
+}
+
+TEST_CASE("MappedCopy: a SIGBUS outside a guarded copy is not caught, and a guard in one thread is not another's") {
+  // Guarded copies in several threads at once, each of a faulting range.
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  const std::string path = dir.File("f");
+  REQUIRE(WriteFileAtomic(fs.get(), path, std::string(16 << 10, 'x')).ok());
+  FileOptions opts;
+  opts.mmap_reads = true;
+  auto f = fs->NewRandomAccessFile(path, opts);
+  REQUIRE(f.has_value());
+  REQUIRE(::truncate(path.c_str(), 0) == 0);
+  const size_t faults = MappedCopyFaults();
+  std::atomic<int> short_reads{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; t++) {
+    threads.emplace_back([&] {
+      std::string scratch(4096, '\0');
+      for (int i = 0; i < 50; i++) {
+        Slice got;
+        if ((*f)->Read(4096 * (i % 4), 4096, &got, scratch.data()).ok() && got.empty()) short_reads++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(short_reads == 200);
+  CHECK(MappedCopyFaults() == faults + 200);
+
+  // Touching the mapping outside MappedCopy still ends the process (in a
+  // child): the handler passes SIGBUS on to the previous or default action.
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  void* map = ::mmap(nullptr, 16 << 10, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  REQUIRE(map != MAP_FAILED);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    volatile char c = static_cast<volatile char*>(map)[100];
+    (void)c;
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  // Killed by SIGBUS (under ASan, which reports it: exit code 1).
+  CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  if (WIFSIGNALED(status)) CHECK(WTERMSIG(status) == SIGBUS);
+  ::munmap(map, 16 << 10);
 }
