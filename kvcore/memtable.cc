@@ -20,6 +20,21 @@ inline const char* DecodeLength(const char* p, uint32_t* len) {
   return GetVarint32Ptr(p, p + 5, len);
 }
 
+// The value of an entry whose value part starts at p (after the key).
+Slice DecodeValue(const char* p) {
+  uint64_t tagged = static_cast<uint8_t>(*p);
+  if (tagged < 128) {
+    p++;
+  } else {
+    p = GetVarint64Ptr(p, p + 10, &tagged);
+  }
+  const size_t len = static_cast<size_t>(tagged >> 1);
+  if ((tagged & 1) == 0) return Slice(p, len);
+  const char* value;
+  std::memcpy(&value, p, sizeof(value));
+  return Slice(value, len);
+}
+
 }  // namespace
 
 Slice GetLengthPrefixedSliceAt(const char* p) {
@@ -53,8 +68,16 @@ MemTable::MemTable(const InternalKeyComparator& cmp)
 
 void MemTable::Add(SequenceNumber seq, ValueType type, const Slice& key, const Slice& value) {
   const size_t internal_key_size = key.size() + kInternalKeyTrailer;
-  const size_t encoded_len = VarintLength(internal_key_size) + internal_key_size + VarintLength(value.size()) +
-                             value.size();
+  const bool apart = value.size() > kMaxInlineValue;
+  const uint64_t tagged = (static_cast<uint64_t>(value.size()) << 1) | (apart ? 1 : 0);
+  const char* value_copy = nullptr;
+  if (apart) {
+    char* v = value_arena_.Allocate(value.size());
+    std::memcpy(v, value.data(), value.size());
+    value_copy = v;
+  }
+  const size_t encoded_len = VarintLength(internal_key_size) + internal_key_size + VarintLength(tagged) +
+                             (apart ? sizeof(value_copy) : value.size());
   // The entry sits right behind its skiplist node: an insert's comparisons
   // read node and key from one place.
   char* buf = table_.AllocateWithNode(encoded_len);
@@ -63,8 +86,12 @@ void MemTable::Add(SequenceNumber seq, ValueType type, const Slice& key, const S
   p += key.size();
   EncodeFixed64(p, PackSequenceAndType(seq, type));
   p += 8;
-  p = EncodeVarint32(p, static_cast<uint32_t>(value.size()));
-  if (!value.empty()) std::memcpy(p, value.data(), value.size());
+  p = EncodeVarint64(p, tagged);
+  if (apart) {
+    std::memcpy(p, &value_copy, sizeof(value_copy));
+  } else if (!value.empty()) {
+    std::memcpy(p, value.data(), value.size());
+  }
   table_.InsertAllocated(buf, buf);
   num_entries_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -77,7 +104,7 @@ bool MemTable::Get(const LookupKey& key, std::string* value, Status* s) const {
   if (comparator_.comparator.user_comparator()->Compare(ExtractUserKey(ikey), key.user_key()) != 0) return false;
   switch (static_cast<ValueType>(ExtractTrailer(ikey) & 0xff)) {
     case kTypeValue: {
-      Slice v = GetLengthPrefixedSliceAt(ikey.data() + ikey.size());
+      Slice v = DecodeValue(ikey.data() + ikey.size());
       value->assign(v.data(), v.size());
       return true;
     }
@@ -108,7 +135,7 @@ class MemTable::MemTableIterator final : public Iterator {
   Slice key() const override { return GetLengthPrefixedSliceAt(iter_.key()); }
   Slice value() const override {
     Slice k = GetLengthPrefixedSliceAt(iter_.key());
-    return GetLengthPrefixedSliceAt(k.data() + k.size());
+    return DecodeValue(k.data() + k.size());
   }
   Status status() const override { return Status::OK(); }
 

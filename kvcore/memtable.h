@@ -1,6 +1,11 @@
 // MemTable: the DRAM write buffer, an arena skiplist of entries
-//   varint32(internal key length) | internal key | varint32(value length) | value
-// ordered by the internal key comparator.
+//   varint32(internal key length) | internal key | varint64(value length << 1 | 0) | value
+// or, for a value longer than kMaxInlineValue,
+//   varint32(internal key length) | internal key | varint64(value length << 1 | 1) | pointer to the value
+// ordered by the internal key comparator. Long values live in an arena of
+// their own, so that the nodes and keys a search walks lie close together
+// (with 4 KiB values inline every node was on a page of its own: a cache and
+// a TLB miss per node visited, a quarter of a Get beside a writer).
 //
 // Thread-safety: one writer at a time (Add; the write-group leader or the
 // recovery thread); Get and iterators run concurrently with the writer
@@ -34,7 +39,7 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   // An iterator over internal keys; it keeps this memtable alive.
   std::unique_ptr<Iterator> NewIterator();
 
-  size_t ApproximateMemoryUsage() const { return arena_.MemoryUsage(); }
+  size_t ApproximateMemoryUsage() const { return arena_.MemoryUsage() + value_arena_.MemoryUsage(); }
   uint64_t NumEntries() const { return num_entries_.load(std::memory_order_relaxed); }
   bool Empty() const { return NumEntries() == 0; }
 
@@ -52,14 +57,18 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   using Table = SkipList<const char*, KeyComparator>;
   class MemTableIterator;
 
+  // Values up to this many bytes stay inline, behind their key.
+  static constexpr size_t kMaxInlineValue = 256;
+
   KeyComparator comparator_;
-  Arena arena_;
+  Arena arena_;        // skiplist nodes with their entries
+  Arena value_arena_;  // values longer than kMaxInlineValue
   Table table_;
   std::atomic<uint64_t> num_entries_{0};
   uint64_t log_number_ = 0;
 };
 
-// Decodes a varint32-length-prefixed slice starting at p (memtable entries).
+// Decodes a varint32-length-prefixed slice starting at p (memtable keys).
 Slice GetLengthPrefixedSliceAt(const char* p);
 
 }  // namespace mxfs

@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 #include "kvcore/dbformat.h"
 #include "kvcore/memtable.h"
 
@@ -69,6 +72,42 @@ TEST_CASE("MemTable: iterator yields internal keys in comparator order") {
   it->SeekToLast();
   REQUIRE(it->Valid());
   CHECK(InternalKeyToString(it->key()) == "c@2:del");
+}
+
+TEST_CASE("MemTable: values of every size come back from Get and the iterator, inline or apart") {
+  // Values above 256 bytes live apart from their keys; both kinds, and the
+  // sizes around the limit and the varint length boundaries.
+  auto mem = NewMem();
+  const std::vector<size_t> sizes = {0, 1, 63, 64, 127, 128, 255, 256, 257, 1000, 4096, 70000, 300000};
+  auto value_of = [](size_t i, size_t n) {
+    std::string v(n, '\0');
+    for (size_t j = 0; j < n; j++) v[j] = static_cast<char>('a' + (i * 7 + j) % 26);
+    return v;
+  };
+  for (size_t i = 0; i < sizes.size(); i++) {
+    mem->Add(100 + i, kTypeValue, "key" + std::to_string(100 + i), value_of(i, sizes[i]));
+  }
+  const size_t usage = mem->ApproximateMemoryUsage();
+  CHECK(usage >= 300000 + 70000 + 4096);  // the values apart are counted too
+  for (size_t i = 0; i < sizes.size(); i++) {
+    bool found;
+    Status s;
+    INFO("value of " << sizes[i] << " bytes");
+    CHECK(GetAt(*mem, "key" + std::to_string(100 + i), 1000, &found, &s) == value_of(i, sizes[i]));
+    CHECK(found);
+    CHECK(s.ok());
+  }
+  auto it = mem->NewIterator();
+  size_t i = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next(), i++) {
+    REQUIRE(i < sizes.size());
+    CHECK(ExtractUserKey(it->key()) == Slice("key" + std::to_string(100 + i)));
+    CHECK(it->value() == Slice(value_of(i, sizes[i])));
+  }
+  CHECK(i == sizes.size());
+  it->Seek(LookupKey("key105", 1000).internal_key());
+  REQUIRE(it->Valid());
+  CHECK(it->value() == Slice(value_of(5, sizes[5])));
 }
 
 TEST_CASE("InternalKeyComparator: user key ascending, sequence descending") {
