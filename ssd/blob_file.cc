@@ -113,23 +113,36 @@ Status BlobFileReader::Get(const Slice& key, uint64_t offset, uint64_t value_siz
                               " bytes, file size " + std::to_string(file_size_) + ")");
   }
   const uint64_t n = BlobRecordSize(key.size(), value_size);
-  // Uninitialised scratch (a 4 KiB value is read, checked and copied once).
-  auto scratch = std::make_unique_for_overwrite<char[]>(n);
+  // The whole record is read into the string that becomes *value (no
+  // scratch to allocate and copy out of): checked there, then the header
+  // and key are cut off the front. *value is left alone on failure.
+  Status s;
   Slice rec;
-  MXFS_RETURN_IF_ERROR(file_->Read(offset, n, &rec, scratch.get()));
+  std::string out;
+  // (As in ReadBlock: the callback's size argument is not used, g++ 12's
+  // libstdc++ passes the new capacity there when the string grows.)
+  out.resize_and_overwrite(n, [&](char* buf, size_t) {
+    s = file_->Read(offset, n, &rec, buf);
+    if (!s.ok() || rec.size() != n) return size_t{0};  // never expose unwritten bytes
+    if (rec.data() != buf) std::memcpy(buf, rec.data(), n);
+    return static_cast<size_t>(n);
+  });
+  if (!s.ok()) return s;
   if (rec.size() != n) return Status::Corruption("blob record cut short in " + At(file_->path(), offset));
-  const uint32_t key_len = DecodeFixed32(rec.data() + 4);
-  const uint32_t value_len = DecodeFixed32(rec.data() + 8);
+  const char* r = out.data();
+  const uint32_t key_len = DecodeFixed32(r + 4);
+  const uint32_t value_len = DecodeFixed32(r + 8);
   if (key_len != key.size() || value_len != value_size) {
     return Status::Corruption("blob record lengths do not match its index in " + At(file_->path(), offset));
   }
-  if (!RecordChecks(rec.data(), key_len, value_len)) {
+  if (!RecordChecks(r, key_len, value_len)) {
     return Status::Corruption("blob record checksum mismatch in " + At(file_->path(), offset));
   }
-  if (std::memcmp(rec.data() + kBlobRecordHeaderSize, key.data(), key.size()) != 0) {
+  if (std::memcmp(r + kBlobRecordHeaderSize, key.data(), key.size()) != 0) {
     return Status::Corruption("blob record belongs to another key in " + At(file_->path(), offset));
   }
-  value->assign(rec.data() + kBlobRecordHeaderSize + key_len, value_len);
+  out.erase(0, kBlobRecordHeaderSize + key_len);
+  value->swap(out);
   return Status::OK();
 }
 
