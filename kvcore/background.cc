@@ -96,6 +96,11 @@ const char* BackgroundShareName(BackgroundShare s) {
   return "?";
 }
 
+BackgroundShare StepBackFor(BackgroundShare want, bool readers_active) {
+  if (!readers_active || want == BackgroundShare::kHigh) return want;
+  return std::min(want, BackgroundShare::kLow);
+}
+
 void ThreadGroupShare::Join() {
   const pid_t tid = static_cast<pid_t>(::syscall(SYS_gettid));
   std::lock_guard<std::mutex> l(mu_);

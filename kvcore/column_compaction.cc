@@ -57,9 +57,8 @@ void ColumnCompactor::UpdateShare() {
     many_rows = v->rows().size() >= max_rows;
   }
   const bool full = nvm_->container_full.load();
-  BackgroundShare want = ColumnShareFor(a.free_pages(), a.num_pages(), full, many_rows);
-  if (!full && readers_active_.load(std::memory_order_relaxed)) want = std::min(want, BackgroundShare::kLow);
-  share_.Set(want);
+  share_.Set(StepBackFor(ColumnShareFor(a.free_pages(), a.num_pages(), full, many_rows),
+                         readers_active_.load(std::memory_order_relaxed)));
 }
 
 void ColumnCompactor::SetReadersActive(bool active) {

@@ -435,10 +435,9 @@ void DBImpl::FlushThreadMain() {
 void DBImpl::UpdateBackgroundShares() {
   std::lock_guard<std::mutex> g(shares_mu_);
   const bool active = readers_.active();
-  const BackgroundShare s = active ? BackgroundShare::kLow : BackgroundShare::kNormal;
   const bool urgent = flush_urgent_.load(std::memory_order_relaxed);
-  flush_share_.Set(!active && urgent ? BackgroundShare::kHigh : s);
-  compact_share_.Set(s);
+  flush_share_.Set(StepBackFor(urgent ? BackgroundShare::kHigh : BackgroundShare::kNormal, active));
+  compact_share_.Set(StepBackFor(BackgroundShare::kNormal, active));
   if (Level0Compactor* lc = level0_->compactor()) lc->SetReadersActive(active);
 }
 

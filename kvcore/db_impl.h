@@ -185,7 +185,7 @@ class DBImpl final : public DB, private CompactionHost {
   // The flush is urgent while the immutable memtables are at
   // max_write_buffer_number - 1: the next switch would stall the writers
   // until it ends, so it runs at the high share (ahead of CPU-bound
-  // processes), unless readers_ is active. Written under mu_, read by
+  // processes), readers_ or not (StepBackFor). Written under mu_, read by
   // UpdateBackgroundShares without it.
   std::atomic<bool> flush_urgent_{false};
   std::mutex shares_mu_;

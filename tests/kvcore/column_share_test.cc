@@ -35,6 +35,23 @@ TEST_CASE("ColumnShareFor: idle only while most of the container is free, high w
   CHECK(ColumnShareFor(100, 1000, false, true) == BackgroundShare::kHigh);
 }
 
+TEST_CASE("StepBackFor: readers lower the background to low, but never an urgent (high) share") {
+  for (const BackgroundShare s :
+       {BackgroundShare::kIdle, BackgroundShare::kLow, BackgroundShare::kNormal, BackgroundShare::kHigh}) {
+    CHECK(StepBackFor(s, false) == s);  // no readers: unchanged
+  }
+  CHECK(StepBackFor(BackgroundShare::kNormal, true) == BackgroundShare::kLow);
+  CHECK(StepBackFor(BackgroundShare::kLow, true) == BackgroundShare::kLow);
+  CHECK(StepBackFor(BackgroundShare::kIdle, true) == BackgroundShare::kIdle);  // never raised by readers
+  // The urgent flush (writers would wait for it) and column compaction with
+  // little room left or a flush waiting for room keep their high share.
+  CHECK(StepBackFor(BackgroundShare::kHigh, true) == BackgroundShare::kHigh);
+  CHECK(StepBackFor(ColumnShareFor(100, 1000, false, false), true) == BackgroundShare::kHigh);
+  CHECK(StepBackFor(ColumnShareFor(900, 1000, true, false), true) == BackgroundShare::kHigh);
+  CHECK(StepBackFor(ColumnShareFor(500, 1000, false, false), true) == BackgroundShare::kLow);
+  CHECK(StepBackFor(ColumnShareFor(900, 1000, false, false), true) == BackgroundShare::kIdle);
+}
+
 // The calling thread's policy and nice value.
 struct Sched {
   int policy;
