@@ -1,7 +1,9 @@
 #include "ssd/mapped_copy.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <ucontext.h>
 
 #include <atomic>
 #include <cstring>
@@ -29,7 +31,12 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
   const char* addr = static_cast<const char*>(info->si_addr);
   if (g != nullptr && addr >= g->lo && addr < g->hi) {
     g_faults.fetch_add(1, std::memory_order_relaxed);
-    siglongjmp(g->env, 1);  // SA_NODEFER: SIGBUS is not blocked here
+    // Leave with the signal mask the copy ran with (saved by the kernel in
+    // the signal frame): SA_NODEFER keeps SIGBUS unblocked in our own
+    // handler, but a wrapper around it (ThreadSanitizer's blocks every
+    // signal) may not, and siglongjmp(env, 0) restores no mask.
+    if (context != nullptr) pthread_sigmask(SIG_SETMASK, &static_cast<const ucontext_t*>(context)->uc_sigmask, nullptr);
+    siglongjmp(g->env, 1);
   }
   // Not a fault of ours: whoever handled SIGBUS before us, else the default
   // action (returning re-runs the faulting access, which now kills).

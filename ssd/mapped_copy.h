@@ -5,9 +5,9 @@
 // EIO (a failing disk) or a short count (the file was shortened behind our
 // back), touching the mapping raises SIGBUS, which would kill the process.
 // MappedCopy copies under a guard: a process-wide SIGBUS handler (installed
-// on first use, with SA_NODEFER so that leaving it by siglongjmp leaves the
-// signal unblocked) jumps back into the copying thread when the fault lies
-// in the range it is copying, and MappedCopy returns false; the caller then
+// on first use) jumps back into the copying thread, with the signal mask it
+// had, when the fault lies in the range it is copying, and MappedCopy
+// returns false; the caller then
 // reads the same bytes with pread to get the real error. A SIGBUS anywhere
 // else goes to the handler that was installed before ours (or the default
 // action, which ends the process as it would have without us).
