@@ -279,7 +279,8 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
                !(!mem_->Empty() &&
                  (wal_store_->WantsEarlySwitch() || level0_->WantsEarlySwitch(mem_->ApproximateMemoryUsage())))) {
       // (The log or L0 may ask for a switch before the memtable is full:
-      // a PM WAL more than half full, a memtable too large for one row.)
+      // the active memtable's share of a PM WAL full, a memtable too large
+      // for one row.)
       return Status::OK();
     } else if (static_cast<int>(imms_.size()) >= ctx_.options.max_write_buffer_number - 1) {
       const uint64_t start = NowMicros();

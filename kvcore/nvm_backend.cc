@@ -55,6 +55,8 @@ Status Level0State::Decode(const std::string& state) {
 
 // ---- NvmBackend ------------------------------------------------------------
 
+int NvmBackend::max_write_buffer_number() const { return ctx_->options.max_write_buffer_number; }
+
 Status NvmBackend::Open(bool new_db) {
   const Options& o = ctx_->options;
   const std::string& path = o.nvm_path;
@@ -78,9 +80,9 @@ Status NvmBackend::Open(bool new_db) {
     // The WAL must hold every unflushed memtable (up to
     // max_write_buffer_number of them) plus a little slack: its space comes
     // back as soon as a memtable is in a row, so a few memtables' worth
-    // suffices. It takes at most a quarter of the pool (a WAL more than half
-    // full switches the memtable early, see PmWalStore::WantsEarlySwitch); the
-    // container gets the rest. GetProperty("matrixkv.container") shows the
+    // suffices. It takes at most a quarter of the pool (a memtable whose own
+    // records fill its share of the WAL is switched early, see
+    // PmWalStore::WantsEarlySwitch); the container gets the rest. GetProperty("matrixkv.container") shows the
     // split (wal.capacity, container.capacity).
     const uint64_t wbs = static_cast<uint64_t>(o.write_buffer_size);
     uint64_t want = wbs * static_cast<uint64_t>(o.max_write_buffer_number) + wbs / 4;
@@ -189,7 +191,9 @@ class PmWalWriter final : public WalWriter {
 class PmWalStore final : public WalStore {
  public:
   explicit PmWalStore(NvmBackend* nvm) : nvm_(nvm) {}
+  // A new log means a new active memtable: its records start at the tail.
   Result<std::unique_ptr<WalWriter>> NewLog(uint64_t) override {
+    log_start_.store(nvm_->wal()->Tail(), std::memory_order_relaxed);
     return std::unique_ptr<WalWriter>(std::make_unique<PmWalWriter>(nvm_));
   }
   // The PM log is replayed by DBImpl through NvmBackend directly; there are
@@ -200,12 +204,24 @@ class PmWalStore final : public WalStore {
   }
   Status RemoveLog(uint64_t) override { return Status::OK(); }
   std::string LogName(uint64_t) const override { return "PM WAL of pool " + nvm_->pool()->path(); }
-  bool WantsEarlySwitch() const override { return nvm_->wal()->BytesUsed() > nvm_->wal()->capacity() / 2; }
+  // The active memtable's records (appended since its log began) fill its
+  // share of the log: each of the max_write_buffer_number memtables that may
+  // wait for a flush gets an equal share. (Counting the whole log instead,
+  // i.e. the immutable memtables' records too, switched at half a share
+  // while a flush ran: the writer then waited for every flush to end,
+  // BENCHMARKS.md, issue 16 session 5.) Should a flush lag so far that the
+  // log fills anyway, Append says Busy and the writer waits for its release.
+  bool WantsEarlySwitch() const override {
+    const PmWal& wal = *nvm_->wal();
+    const uint64_t share = wal.capacity() / static_cast<uint64_t>(nvm_->max_write_buffer_number());
+    return wal.Tail() - log_start_.load(std::memory_order_relaxed) > share;
+  }
   // The flushed memtable is in a row now: its WAL records may go.
   void ReleaseFlushed(uint64_t max_sequence) override { nvm_->wal()->ReleaseUpTo(max_sequence); }
 
  private:
   NvmBackend* nvm_;
+  std::atomic<uint64_t> log_start_{0};  // the WAL's tail when the active memtable's log began
 };
 
 }  // namespace

@@ -71,6 +71,8 @@ class NvmBackend {
   PmWal* wal() const { return wal_.get(); }
   MatrixContainer* container() const { return container_.get(); }
   bool is_open() const { return container_ != nullptr; }
+  // Options.max_write_buffer_number: the memtables the WAL must hold.
+  int max_write_buffer_number() const;
 
   // Set by a flush that found the container full and waits for column
   // compaction; cleared when the row went in.
@@ -95,7 +97,8 @@ class NvmBackend {
 
 // A WalStore over the backend's PM WAL (see above): no numbered logs (DBImpl
 // replays the PM WAL through the backend), space released by sequence after
-// each flush, an early memtable switch when the log is more than half full.
+// each flush, an early memtable switch when the active memtable's own records
+// fill its share of the log (capacity / max_write_buffer_number).
 std::unique_ptr<WalStore> NewPmWalStore(NvmBackend* nvm);
 
 }  // namespace mxfs

@@ -39,7 +39,8 @@ class WalStore {
   virtual std::string LogName(uint64_t number) const = 0;
   // True when the log holds so much that the active memtable should be
   // switched before it is full, so that its flush can release log space
-  // (the PM log more than half full). DB mutex held.
+  // (the PM log: the active memtable's records fill its share). DB mutex
+  // held.
   virtual bool WantsEarlySwitch() const { return false; }
   // A flushed memtable whose highest sequence is max_sequence is recorded
   // in the MANIFEST: a log that frees by sequence releases its records up to

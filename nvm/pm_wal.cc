@@ -237,6 +237,11 @@ uint64_t PmWal::BytesUsed() const {
   return tail_ - head_;
 }
 
+uint64_t PmWal::Tail() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return tail_;
+}
+
 uint64_t PmWal::LastSequence() const {
   std::lock_guard<std::mutex> l(mu_);
   return last_sequence_;

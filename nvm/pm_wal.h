@@ -79,6 +79,9 @@ class PmWal {
   uint64_t segment_size() const { return segment_size_; }
   // Bytes between head and tail (whole segments at the head).
   uint64_t BytesUsed() const;
+  // The logical position just past the last record (grows forever): the
+  // bytes appended between two calls are the difference.
+  uint64_t Tail() const;
   // Highest sequence appended or recovered (0 if none).
   uint64_t LastSequence() const;
   uint64_t NumRecords() const;

@@ -13,8 +13,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/coding.h"
 #include "base/random.h"
+#include "kvcore/db_context.h"
 #include "kvcore/include/db.h"
+#include "kvcore/nvm_backend.h"
 #include "tests/kvcore/test_util.h"
 
 using namespace mxfs;
@@ -304,6 +307,65 @@ TEST_CASE("NVM DB: a pool and a database directory of different instances are re
   auto new_db_old_pool = DB::Open(PoolOptions(pool_a.path()), dir.Sub("c"));
   REQUIRE(!new_db_old_pool);
   CHECK(new_db_old_pool.error().ToString().find("belong to different instances") != std::string::npos);
+}
+
+// The PM WAL asks for an early memtable switch when the active memtable's
+// own records fill its share (capacity / max_write_buffer_number), whatever
+// the immutable memtables' records still take: counting those too made the
+// writer wait for every flush (BENCHMARKS.md, issue 16 session 5).
+TEST_CASE("NVM DB: the PM WAL switches early by the active memtable's share, not the whole log", "[pm]") {
+  TempDir dir;
+  TempPool pool;
+  DbContext ctx(BytewiseComparator());
+  ctx.dbname = dir.Sub("db");
+  ctx.fs = DefaultFileSystem();
+  REQUIRE(ctx.fs->CreateDir(ctx.dbname).ok());
+  ctx.options = PoolOptions(pool.path());
+  ctx.options.write_buffer_size = 256 << 10;
+  ctx.options.max_write_buffer_number = 2;
+  NvmBackend nvm(&ctx);
+  REQUIRE(nvm.Open(true).ok());
+  auto store = NewPmWalStore(&nvm);
+  const PmWal& wal = *nvm.wal();
+  const uint64_t share = wal.capacity() / 2;
+  INFO("capacity " << wal.capacity() << " segment " << wal.segment_size());
+  REQUIRE(share > 8 * 4096);
+  std::string record(4096, 'v');
+  uint64_t seq = 0;
+  // Appends to log until its share is full (or max records, if not
+  // negative); returns the records appended.
+  auto fill_share = [&](WalWriter* log, int max) {
+    int n = 0;
+    while (!store->WantsEarlySwitch() && n != max) {
+      EncodeFixed64(record.data(), ++seq);
+      EncodeFixed32(record.data() + 8, 1);
+      REQUIRE(log->AddRecord(record, false).ok());
+      n++;
+      REQUIRE(uint64_t(n) * record.size() <= share + record.size());
+    }
+    return n;
+  };
+  auto first = store->NewLog(1);
+  REQUIRE(first);
+  const int n1 = fill_share(first->get(), -1);
+  CHECK(uint64_t(n1) * record.size() >= share - 2 * record.size());
+  // The switch: the first memtable's records stay in the log until its
+  // flush, but they are not the new memtable's.
+  auto second = store->NewLog(2);
+  REQUIRE(second);
+  CHECK(!store->WantsEarlySwitch());
+  CHECK(wal.BytesUsed() > share);
+  const int half = fill_share(second->get(), n1 / 2);
+  CHECK(half == n1 / 2);
+  CHECK(!store->WantsEarlySwitch());
+  // Its flush releases the first memtable's records; the second memtable
+  // gets a whole share of its own.
+  store->ReleaseFlushed(static_cast<uint64_t>(n1));
+  CHECK(wal.BytesUsed() < share);
+  const int n2 = half + fill_share(second->get(), -1);
+  CHECK(n2 >= n1 - 2);
+  CHECK(n2 <= n1 + 2);
+  CHECK(store->WantsEarlySwitch());
 }
 
 // Re-runs every [pm] test of this binary with the cache-line flush path forced.
