@@ -22,6 +22,10 @@ namespace {
 
 // About this many columns drain the compactor (see the header).
 constexpr uint64_t kColumnsPerDrain = 8;
+// L1 tables a column writes are at most 1/kL1TablesPerLevel of L1, so that
+// the next drain finds table bounds to cut about kColumnsPerDrain columns at
+// (see ColumnOutputFileSize).
+constexpr uint64_t kL1TablesPerLevel = 2 * kColumnsPerDrain;
 // Columns starting closer than this to the previous one's end are back to
 // back: the drain rate counts the gap between them.
 constexpr uint64_t kBackToBackMicros = 100000;
@@ -32,6 +36,11 @@ std::string SeekKey(const Slice& user_key) {
 }
 
 }  // namespace
+
+uint64_t ColumnOutputFileSize(uint64_t l1_bytes, uint64_t target_file_size) {
+  const uint64_t floor = std::min(target_file_size, std::max<uint64_t>(target_file_size / 64, 64 << 10));
+  return std::clamp(l1_bytes / kL1TablesPerLevel, floor, target_file_size);
+}
 
 BackgroundShare ColumnShareFor(uint64_t free_pages, uint64_t total_pages, bool full, bool many_rows) {
   if (full || total_pages == 0) return BackgroundShare::kHigh;
@@ -136,7 +145,11 @@ Status ColumnCompactor::CompactNext(CompactionHost* host, std::unique_lock<std::
     hi = InternalKey(ExtractUserKey(largest), 0, static_cast<ValueType>(0)).Encode().ToString();
   }
   const uint64_t column_bytes = mc->ColumnBytes(Slice(), hi);
+  uint64_t l1_bytes = 0;
+  for (const auto& f : l1) l1_bytes += f->file_size;
+  const uint64_t max_output = ColumnOutputFileSize(l1_bytes, ctx_->options.target_file_size_base);
   auto c = std::make_unique<Compaction>(ctx_, 0, v);
+  c->set_max_output_file_size(max_output);
   std::vector<uint64_t> l1_inputs;
   for (size_t k = first; k < end; k++) {
     c->mutable_inputs(1)->push_back(l1[k]);
@@ -165,6 +178,7 @@ Status ColumnCompactor::CompactNext(CompactionHost* host, std::unique_lock<std::
       const size_t b = first + g * ntables / nsub, e = first + (g + 1) * ntables / nsub;
       if (g > 0) bounds.push_back(SeekKey(l1[b]->smallest.user_key()));
       subs.push_back(std::make_unique<Compaction>(ctx_, 0, v));
+      subs.back()->set_max_output_file_size(max_output);
       for (size_t k = b; k < e; k++) subs.back()->mutable_inputs(1)->push_back(l1[k]);
     }
     bounds.push_back(hi);

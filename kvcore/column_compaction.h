@@ -24,7 +24,9 @@
 // tables, one MANIFEST edit per column) and at least half a target file;
 // while a flush waits for room (container full) only half a target file,
 // so that pages come back soon. The column and its overlapping L1 tables
-// are merged into new L1 tables (CompactionHost::runner), recorded in the
+// are merged into new L1 tables (CompactionHost::runner; at most
+// ColumnOutputFileSize each, so that the next drain has bounds to cut
+// columns at), recorded in the
 // MANIFEST with the compacted-up-to key (Level0State), and only then are
 // the column's pages freed (MatrixContainer::MarkColumnCompacted).
 //
@@ -71,6 +73,14 @@ struct DbContext;
 // pays for every row and an idle compactor on a busy machine never drains
 // them.
 BackgroundShare ColumnShareFor(uint64_t free_pages, uint64_t total_pages, bool full, bool many_rows);
+
+// The largest L1 table a column writes when L1 holds l1_bytes: a
+// (2 * columns per drain)th of L1, at least 1/64 of target_file_size (and
+// 64 KiB), at most target_file_size. With values in blob files L1 is small
+// (keys and blob indexes): tables of the target size would leave it one
+// table, and every column would then be the whole compactor, its pages
+// freed only when all of it is in L1.
+uint64_t ColumnOutputFileSize(uint64_t l1_bytes, uint64_t target_file_size);
 
 class ColumnCompactor final : public Level0Compactor {
  public:

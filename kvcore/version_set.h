@@ -128,6 +128,9 @@ class Compaction {
   const FileList& inputs(int which) const { return inputs_[which]; }
   FileList* mutable_inputs(int which) { return &inputs_[which]; }
   uint64_t MaxOutputFileSize() const { return max_output_file_size_; }
+  // Smaller output tables than target_file_size_base (column compaction:
+  // L1 tables it can cut its next columns at).
+  void set_max_output_file_size(uint64_t bytes) { max_output_file_size_ = bytes; }
   const std::shared_ptr<Version>& input_version() const { return input_version_; }
   // A single input file with nothing to merge: moved by an edit alone.
   bool IsTrivialMove() const;

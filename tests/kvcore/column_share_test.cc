@@ -62,6 +62,18 @@ Sched SchedOf(pid_t tid) {
   return Sched{::sched_getscheduler(tid), ::getpriority(PRIO_PROCESS, static_cast<id_t>(tid))};
 }
 
+TEST_CASE("ColumnOutputFileSize: a sixteenth of L1, between 1/64 of the target (64 KiB at least) and the target") {
+  const uint64_t mib = 1 << 20;
+  CHECK(ColumnOutputFileSize(0, 64 * mib) == mib);
+  CHECK(ColumnOutputFileSize(16 * mib, 64 * mib) == mib);
+  CHECK(ColumnOutputFileSize(160 * mib, 64 * mib) == 10 * mib);
+  CHECK(ColumnOutputFileSize(4096 * mib, 64 * mib) == 64 * mib);
+  // Small targets: never below 64 KiB, never above the target.
+  CHECK(ColumnOutputFileSize(0, mib) == 64 << 10);
+  CHECK(ColumnOutputFileSize(0, 16 << 10) == 16 << 10);
+  CHECK(ColumnOutputFileSize(mib, 16 << 10) == 16 << 10);
+}
+
 TEST_CASE("ThreadGroupShare: Set moves a member thread while it runs, Leave stops that") {
   if (::geteuid() != 0) {
     WARN("not root: SCHED_IDLE and nice -10 are not checked");

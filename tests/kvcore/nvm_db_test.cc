@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include <atomic>
@@ -154,6 +155,51 @@ TEST_CASE("NVM DB: a full container is compacted column by column into L1 and no
   if (!again) FAIL(again.error().ToString());
   db = std::move(*again);
   check(model, nullptr);
+}
+
+// With values in blob files L1 holds only keys and blob indexes: far less
+// than a table of target_file_size_base. Column compaction writes it as
+// smaller tables (ColumnOutputFileSize), so that later drains cut the
+// compactor into several columns at their bounds and free its pages column
+// by column, not all at once at the end of one column of everything.
+TEST_CASE("NVM DB: with values in blob files, L1 is kept in tables that columns can be cut at", "[pm]") {
+  TempDir dir;
+  TempPool pool;
+  Options options = PoolOptions(pool.path());
+  options.write_buffer_size = 256 << 10;
+  options.target_file_size_base = 512 << 10;
+  options.container_max_receiver_rows = 0;  // drains of the whole receiver share
+  auto opened = DB::Open(options, dir.Sub("db"));
+  if (!opened) FAIL(opened.error().ToString());
+  auto db = std::move(*opened);
+  std::map<std::string, std::string> model;
+  Random rnd(11);
+  for (int i = 0; i < 12000; i++) {
+    char k[16];
+    std::snprintf(k, sizeof(k), "k%08u", static_cast<unsigned>(rnd.Uniform(20000)));
+    const std::string v = std::to_string(i) + std::string(3000, 'b');
+    REQUIRE(db->Put(WriteOptions(), k, v).ok());
+    model[k] = v;
+  }
+  REQUIRE(db->WaitForIdle().ok());
+  const std::string stats = Prop(db.get(), "matrixkv.stats");
+  const std::string container = Prop(db.get(), "matrixkv.container");
+  INFO(stats << Prop(db.get(), "matrixkv.levels") << container);
+  auto field = [&](const std::string& text, const std::string& name) {
+    const size_t at = text.find("\n" + name + " ");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(text.substr(at + name.size() + 2));
+  };
+  CHECK(field(stats, "blob.files") > 0);
+  CHECK(std::stoull(Prop(db.get(), "matrixkv.num-files-at-level1")) >= 4);
+  // Several columns per drain once L1 has tables to cut at.
+  CHECK(field(container, "columns.compacted") >= 2 * field(container, "switches"));
+  for (const auto& [k, v] : model) {
+    std::string got;
+    REQUIRE(db->Get(ReadOptions(), k, &got).ok());
+    REQUIRE(got == v);
+  }
+  REQUIRE(db->Close().ok());
 }
 
 // Directory scans (ReadOptions::prefix): rows and tables that cannot hold
