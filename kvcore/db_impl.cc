@@ -18,6 +18,7 @@
 #include "kvcore/ssd_level0.h"
 #include "kvcore/validate_options.h"
 #include "kvcore/write_batch_internal.h"
+#include "kvcore/write_waiter.h"
 #include "nvm/kill_point.h"
 
 namespace mxfs {
@@ -27,6 +28,8 @@ namespace {
 constexpr size_t kMaxOpenTables = 1000;
 constexpr size_t kMaxOpenBlobFiles = 256;  // 32 GiB of 128 MiB blob files
 constexpr size_t kMaxRecentCompactions = 32;
+// Groups one leader writes before it hands over to the next writer.
+constexpr int kMaxGroupsLed = 8;
 
 }  // namespace
 
@@ -35,9 +38,9 @@ constexpr size_t kMaxRecentCompactions = 32;
 struct DBImpl::Writer {
   WriteBatch* batch = nullptr;
   bool sync = false;
-  bool done = false;
-  Status status;
-  std::condition_variable cv;
+  Status status;                // set by the leader before waiter says kDone
+  Writer* next_done = nullptr;  // the leader's list of written writers
+  WriteWaiter waiter;
 };
 
 struct DBImpl::ManualCompaction {
@@ -147,67 +150,100 @@ Status DBImpl::WriteImpl(const WriteOptions& options, WriteBatch* batch) {
   w.sync = options.sync;
   std::unique_lock<std::mutex> l(mu_);
   writers_.push_back(&w);
-  w.cv.wait(l, [&] { return w.done || &w == writers_.front(); });
-  if (w.done) return w.status;
-
-  Status s = WritableStatus();
-  if (s.ok()) s = MakeRoomForWrite(l, batch == nullptr);
-  SequenceNumber last_sequence = versions_->LastSequence();
-  Writer* last_writer = &w;
-  if (s.ok() && batch != nullptr) {
-    bool sync = false;
-    WriteBatch* group = BuildBatchGroup(&last_writer, &sync);
-    group->SetSequence(last_sequence + 1);
-    last_sequence += group->Count();
-    std::shared_ptr<MemTable> mem = mem_;
-    WalWriter* log = log_.get();
-    const uint64_t user_bytes = WriteBatchInternal::UserBytes(*group);
-    const uint64_t wal_before = log->BytesWritten();
-    // Groups stay within the log's largest record (BuildBatchGroup), so
-    // only a batch that is too large by itself gets here; it alone fails.
-    const bool too_large = group->Rep().size() > log->MaxRecordSize();
+  if (writers_.size() > 1) {
+    // A leader is at work: it writes our batch or makes us the next leader.
     l.unlock();
-    // Only the leader runs here: the log and the memtable have one writer.
-    if (too_large) {
-      s = Status::InvalidArgument("a write batch of " + std::to_string(group->Rep().size()) +
-                                  " bytes is larger than the write-ahead log's largest record (" +
-                                  std::to_string(log->MaxRecordSize()) + " bytes)");
-    } else {
-      s = log->AddRecord(group->Rep(), sync);
-    }
-    bool log_error = !s.ok() && !too_large;
-    if (s.ok()) s = WriteBatchInternal::InsertInto(*group, mem.get());
+    if (w.waiter.Await() == WriteWaiter::kDone) return w.status;
     l.lock();
-    if (too_large) {
-      // Nothing was written; the sequence numbers were not used.
-    } else if (log_error) {
-      RecordBackgroundError(s, "WAL write");
-    } else if (!s.ok()) {
-      RecordBackgroundError(s, "memtable insert");
-    } else {
-      versions_->SetLastSequence(last_sequence);
-      level0_->WriteGroupDone(user_bytes, Load());
-      stats_.groups++;
-      if (sync) stats_.syncs++;
-      stats_.user_bytes += user_bytes;
-      stats_.wal_bytes += log->BytesWritten() - wal_before;
-      stats_.records += group->Count();
-    }
-    if (group == &tmp_batch_) tmp_batch_.Clear();
   }
-  while (true) {
-    Writer* ready = writers_.front();
-    writers_.pop_front();
-    if (ready != &w) {
-      ready->status = s;
-      ready->done = true;
-      ready->cv.notify_one();
+
+  // The leader. It writes the group at the front of the queue, then, while
+  // other writers wait behind it and within kMaxGroupsLed, the next group
+  // too: it is on a CPU already, where the writer it would hand over to
+  // may first have to be woken and scheduled. Writers whose group is
+  // written are released after each group, outside mu_.
+  Status own;
+  for (int led = 0;; led++) {
+    Writer* first = writers_.front();
+    Writer* last_writer = first;
+    Status s = WritableStatus();
+    if (s.ok()) s = MakeRoomForWrite(l, first->batch == nullptr);
+    if (s.ok() && first->batch != nullptr) s = WriteGroup(l, &last_writer);
+    Writer* done = nullptr;  // the group but w, linked through next_done
+    while (true) {
+      Writer* ready = writers_.front();
+      writers_.pop_front();
+      if (ready->batch != nullptr) stats_.batches++;
+      if (ready == &w) {
+        own = s;
+      } else {
+        ready->status = s;
+        ready->next_done = done;
+        done = ready;
+      }
+      if (ready == last_writer) break;
     }
-    if (ready->batch != nullptr) stats_.batches++;
-    if (ready == last_writer) break;
+    const bool more = !writers_.empty() && writers_.front()->batch != nullptr && led + 1 < kMaxGroupsLed;
+    Writer* next_leader = !more && !writers_.empty() ? writers_.front() : nullptr;
+    if (writers_.empty() && closing_) bg_cv_.notify_all();  // Close waits for the queue to drain
+    l.unlock();
+    while (done != nullptr) {
+      Writer* d = done;
+      done = d->next_done;  // d may be gone once it is set done
+      d->waiter.Set(WriteWaiter::kDone);
+    }
+    if (!more) {
+      // Until it is told, the next leader waits: nobody else touches it.
+      if (next_leader != nullptr) next_leader->waiter.Set(WriteWaiter::kLeader);
+      return own;
+    }
+    l.lock();
   }
-  if (!writers_.empty()) writers_.front()->cv.notify_one();
-  else if (closing_) bg_cv_.notify_all();  // Close waits for the queue to drain
+}
+
+Status DBImpl::WriteGroup(std::unique_lock<std::mutex>& l, Writer** last_writer) {
+  MXFS_ASSERT_HELD(mu_);
+  SequenceNumber last_sequence = versions_->LastSequence();
+  bool sync = false;
+  WriteBatch* group = BuildBatchGroup(last_writer, &sync);
+  group->SetSequence(last_sequence + 1);
+  last_sequence += group->Count();
+  std::shared_ptr<MemTable> mem = mem_;
+  WalWriter* log = log_.get();
+  const uint64_t user_bytes = WriteBatchInternal::UserBytes(*group);
+  const uint64_t wal_before = log->BytesWritten();
+  // Groups stay within the log's largest record (BuildBatchGroup), so
+  // only a batch that is too large by itself gets here; it alone fails.
+  const bool too_large = group->Rep().size() > log->MaxRecordSize();
+  l.unlock();
+  // Only the leader runs here: the log and the memtable have one writer.
+  Status s;
+  if (too_large) {
+    s = Status::InvalidArgument("a write batch of " + std::to_string(group->Rep().size()) +
+                                " bytes is larger than the write-ahead log's largest record (" +
+                                std::to_string(log->MaxRecordSize()) + " bytes)");
+  } else {
+    s = log->AddRecord(group->Rep(), sync);
+  }
+  bool log_error = !s.ok() && !too_large;
+  if (s.ok()) s = WriteBatchInternal::InsertInto(*group, mem.get());
+  l.lock();
+  if (too_large) {
+    // Nothing was written; the sequence numbers were not used.
+  } else if (log_error) {
+    RecordBackgroundError(s, "WAL write");
+  } else if (!s.ok()) {
+    RecordBackgroundError(s, "memtable insert");
+  } else {
+    versions_->SetLastSequence(last_sequence);
+    level0_->WriteGroupDone(user_bytes, Load());
+    stats_.groups++;
+    if (sync) stats_.syncs++;
+    stats_.user_bytes += user_bytes;
+    stats_.wal_bytes += log->BytesWritten() - wal_before;
+    stats_.records += group->Count();
+  }
+  if (group == &tmp_batch_) tmp_batch_.Clear();
   return s;
 }
 

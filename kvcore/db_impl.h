@@ -4,7 +4,9 @@
 // the queued batches into one group, appends it to the WAL as one record
 // (syncing once if any writer asked), inserts it into the memtable without
 // the mutex (the memtable has one writer: the leader), publishes the new
-// last sequence and wakes the group.
+// last sequence and releases the group (WriteWaiter, outside the mutex).
+// While writers wait behind it, the leader writes their group as well (at
+// most kMaxGroupsLed groups), then makes the front writer the next leader.
 //
 // Background: the flush thread (mxfs-flush) turns immutable memtables into
 // L0 through Level0; the compaction thread (mxfs-compact) runs leveled
@@ -103,6 +105,10 @@ class DBImpl final : public DB, private CompactionHost {
   // The memtables as Level0's writer pacing sees them (mu_ held).
   MemTableLoad Load() const;
   WriteBatch* BuildBatchGroup(Writer** last_writer, bool* sync);
+  // Writes the group at the front of writers_ (WAL, then memtable, without
+  // mu_ in between) and sets *last_writer to its last member (mu_ held
+  // through l).
+  Status WriteGroup(std::unique_lock<std::mutex>& l, Writer** last_writer);
   Status WritableStatus() const;  // OK or why writes are refused (mu_ held)
   void RecordBackgroundError(const Status& s, const char* where);
   void FlushThreadMain();

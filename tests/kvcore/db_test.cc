@@ -234,6 +234,40 @@ TEST_CASE("DB: write batches apply atomically and concurrent writers all land") 
   CHECK(Prop(db.get(), "matrixkv.stats").find("write.groups") != std::string::npos);
 }
 
+TEST_CASE("DB: many writers beside forced memtable switches all land, in groups led by any of them") {
+  TempDir dir;
+  auto db = OpenOrDie(SmallOptions(), dir.Sub("db"));
+  constexpr int kWriters = 8, kPuts = 400;
+  std::atomic<bool> writing{true};
+  // Flush queues a writer without a batch (a forced switch) among the others.
+  std::thread switcher([&] {
+    while (writing.load()) {
+      if (!db->Flush().ok()) FAIL_CHECK("flush");
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kWriters; t++) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPuts; i++) {
+        WriteBatch b;
+        b.Put("w" + std::to_string(t) + "-" + Key(i), std::string(64 + i % 200, 'a' + t));
+        b.Put("last" + std::to_string(t), Key(i));
+        if (!db->Write(WriteOptions(), &b).ok()) FAIL_CHECK("write");
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  writing.store(false);
+  switcher.join();
+  for (int t = 0; t < kWriters; t++) {
+    for (int i = 0; i < kPuts; i++) {
+      CHECK(Get(db.get(), "w" + std::to_string(t) + "-" + Key(i)) == std::string(64 + i % 200, 'a' + t));
+    }
+    CHECK(Get(db.get(), "last" + std::to_string(t)) == Key(kPuts - 1));
+  }
+  REQUIRE(db->Close().ok());
+}
+
 TEST_CASE("DB: bad options are InvalidArgument naming the option and value") {
   TempDir dir;
   Options o;
