@@ -37,7 +37,7 @@ std::unique_ptr<Iterator> TableCache::NewIterator(const ReadOptions& options, ui
 }
 
 Status TableCache::Get(const ReadOptions& options, uint64_t number, uint64_t file_size, const Slice& ikey,
-                       const std::function<void(const Slice&, const Slice&)>& found) {
+                       FunctionRef<void(const Slice&, const Slice&)> found) {
   auto t = FindTable(number, file_size);
   if (!t) return t.error();
   return (*t)->Get(ikey, found, options.fill_cache);

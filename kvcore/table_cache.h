@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 
+#include "base/function_ref.h"
 #include "base/iterator.h"
 #include "base/status.h"
 #include "kvcore/db_context.h"
@@ -30,7 +31,7 @@ class TableCache {
   std::unique_ptr<Iterator> NewIterator(const ReadOptions& options, uint64_t number, uint64_t file_size);
   // Table::Get on the table: found(key, value) for the first entry >= ikey.
   Status Get(const ReadOptions& options, uint64_t number, uint64_t file_size, const Slice& ikey,
-             const std::function<void(const Slice&, const Slice&)>& found);
+             FunctionRef<void(const Slice&, const Slice&)> found);
   // Forgets the table (its file is being deleted).
   void Evict(uint64_t number) { tables_.Evict(number); }
   size_t Size() { return tables_.Size(); }

@@ -264,7 +264,7 @@ std::unique_ptr<Iterator> Table::NewIterator(bool fill_cache) const {
 
 bool Table::KeyMayMatch(const Slice& key) const { return rep_->KeyMayMatch(key); }
 
-Status Table::Get(const Slice& target, const std::function<void(const Slice& key, const Slice& value)>& found,
+Status Table::Get(const Slice& target, FunctionRef<void(const Slice& key, const Slice& value)> found,
                   bool fill_cache) const {
   const Rep* r = rep_.get();
   if (!r->KeyMayMatch(target)) return Status::NotFound("");

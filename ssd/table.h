@@ -17,6 +17,7 @@
 #include <string>
 
 #include "base/comparator.h"
+#include "base/function_ref.h"
 #include "base/iterator.h"
 #include "base/slice.h"
 #include "base/status.h"
@@ -91,7 +92,7 @@ class Table {
   // NotFound without reading a data block. Otherwise finds the first entry
   // with key >= target in the one block that can hold it, calls
   // found(key, value) for it and returns OK; NotFound if there is none.
-  Status Get(const Slice& target, const std::function<void(const Slice& key, const Slice& value)>& found,
+  Status Get(const Slice& target, FunctionRef<void(const Slice& key, const Slice& value)> found,
              bool fill_cache = true) const;
 
   // True if the filter may contain filter_key(key) (always true without a filter).
