@@ -59,6 +59,10 @@
 #   --direct                      O_DIRECT on both: kvbench --use_direct_io=1,
 #                                 db_bench --use_direct_reads=1
 #                                 --use_direct_io_for_flush_and_compaction=1
+#   --mmap_read                   reads of tables (and MatrixKV's blob files)
+#                                 copy out of a read-only mapping instead of
+#                                 pread, on both: --mmap_read=1 (MatrixFS
+#                                 reads this way by default)
 #   --drop_caches                 sync and drop the page cache before each
 #                                 readrandom (needs root; says if it failed)
 #   --dir DIR                     where the two DBs and the logs go
@@ -184,6 +188,7 @@ bloom_bits=10
 cache_size=$((8 << 20))
 sync=0
 direct=0
+mmap_read=0
 drop_caches=0
 dir="$repo/var/bench"
 kvbench=${KVBENCH:-$repo/build/bin/kvbench}
@@ -223,6 +228,7 @@ while [ $# -gt 0 ]; do
   esac
   case $arg in
     --direct) direct=1; continue ;;
+    --mmap_read) mmap_read=1; continue ;;
     --drop_caches) drop_caches=1; continue ;;
     --keep) keep=1; continue ;;
     --three_way) three_way=1; continue ;;
@@ -307,6 +313,10 @@ rocks_only=(--statistics=1)
 if [ "$direct" = 1 ]; then
   kv_only+=(--use_direct_io=1)
   rocks_only+=(--use_direct_reads=1 --use_direct_io_for_flush_and_compaction=1)
+fi
+if [ "$mmap_read" = 1 ]; then
+  kv_only+=(--mmap_read=1)
+  rocks_only+=(--mmap_read=1)
 fi
 
 declare -A load_after_run  # log name -> 1-minute load average when the run ended
@@ -743,6 +753,7 @@ echo "kvbench vs db_bench: fillrandom then readrandom; $num keys of $key_size B,
 echo "write_buffer_size $write_buffer_size, max_bytes_for_level_base $max_bytes_for_level_base,"
 echo "target_file_size_base $target_file_size_base, bloom_bits $bloom_bits, cache_size $cache_size;"
 echo "$threads_said, no compression, sync=$sync, seed $seed; direct I/O (O_DIRECT): $([ "$direct" = 1 ] && echo yes || echo 'no (page cache in use)');"
+echo "mmap reads (--mmap_read=1 on both): $([ "$mmap_read" = 1 ] && echo yes || echo no)."
 if [ "$drop_caches" = 1 ]; then
   echo "page cache dropped before each readrandom: $([ "$drop_failed" = 0 ] && echo yes || echo 'tried, failed')."
 fi
