@@ -40,13 +40,13 @@ enum class BackgroundShare {
 };
 const char* BackgroundShareName(BackgroundShare s);
 
-// The share a background thread that would run at want gets while threads
+// The share a compaction thread that would run at want gets while threads
 // that only read are active (readers_active; ReaderPresence below): at most
-// kLow, except that kHigh stays: a thread at kHigh is urgent (the writers
-// would wait for the flush, the container is nearly full), and the urgency
-// rules win over the readers -- a writer that waits for it waits whatever
-// the readers do, and beside CPU-bound processes a nice-10 flush left the
-// writers stalled on a full memtable for seconds (issue 16, session 5).
+// kLow, except that kHigh stays: column compaction at kHigh is urgent (the
+// container is nearly full or a flush waits for room), and that rule wins
+// over the readers. The flush does not use it: it steps back to kLow behind
+// readers even while urgent (DBImpl::UpdateBackgroundShares; measured in
+// issue 16 session 5: the reader beside an unlimited writer +25%).
 BackgroundShare StepBackFor(BackgroundShare want, bool readers_active);
 
 // A group of threads (by tid) whose share changes together: the threads
@@ -85,7 +85,7 @@ class ThreadGroupShare {
 
 // ReaderPresence: whether threads that only read are active, so that the
 // background threads (flush, compactions, their io_uring workers) step back
-// behind them (StepBackFor: not while urgent). On two cores a reader beside an unlimited writer shares the
+// behind them (the flush always; compactions by StepBackFor). On two cores a reader beside an unlimited writer shares the
 // CPU with the writer, the flush and the compactions that writer keeps busy:
 // at equal weights it waits in the run queue for most of its time (issue 16:
 // readwhilewriting 0.65x RocksDB, whose writer is stalled by its own L0

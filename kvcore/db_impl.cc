@@ -473,7 +473,14 @@ void DBImpl::UpdateBackgroundShares() {
   std::lock_guard<std::mutex> g(shares_mu_);
   const bool active = readers_.active();
   const bool urgent = flush_urgent_.load(std::memory_order_relaxed);
-  flush_share_.Set(StepBackFor(urgent ? BackgroundShare::kHigh : BackgroundShare::kNormal, active));
+  // The flush steps back behind pure readers even while urgent: a writer
+  // that outruns it then stalls sooner and the readers keep the CPU. Beside
+  // an unlimited writer the reader did 56-63k Gets/s with the urgent flush
+  // at the high share and 76k with it at low (BENCHMARKS.md, issue 16
+  // session 5, the lead's section); the filesystem's daemon never steps
+  // back (Options::background_yields_to_readers), so its writers keep the
+  // urgent flush beside busy processes.
+  flush_share_.Set(active ? BackgroundShare::kLow : urgent ? BackgroundShare::kHigh : BackgroundShare::kNormal);
   compact_share_.Set(StepBackFor(BackgroundShare::kNormal, active));
   if (Level0Compactor* lc = level0_->compactor()) lc->SetReadersActive(active);
 }

@@ -43,8 +43,9 @@ TEST_CASE("StepBackFor: readers lower the background to low, but never an urgent
   CHECK(StepBackFor(BackgroundShare::kNormal, true) == BackgroundShare::kLow);
   CHECK(StepBackFor(BackgroundShare::kLow, true) == BackgroundShare::kLow);
   CHECK(StepBackFor(BackgroundShare::kIdle, true) == BackgroundShare::kIdle);  // never raised by readers
-  // The urgent flush (writers would wait for it) and column compaction with
-  // little room left or a flush waiting for room keep their high share.
+  // Column compaction with little room left or a flush waiting for room
+  // keeps its high share (the flush steps back even when urgent: it does not
+  // go through StepBackFor, DBImpl::UpdateBackgroundShares).
   CHECK(StepBackFor(BackgroundShare::kHigh, true) == BackgroundShare::kHigh);
   CHECK(StepBackFor(ColumnShareFor(100, 1000, false, false), true) == BackgroundShare::kHigh);
   CHECK(StepBackFor(ColumnShareFor(900, 1000, true, false), true) == BackgroundShare::kHigh);
