@@ -225,10 +225,35 @@ Status DBImpl::WriteGroup(std::unique_lock<std::mutex>& l, Writer** last_writer)
   } else {
     s = log->AddRecord(group->Rep(), sync);
   }
-  bool log_error = !s.ok() && !too_large;
+  // A log that is full until a flush releases it (a PM WAL whose flush waits
+  // for room in the container, or is slow): wait for the flush as a writer
+  // at a full memtable does, and give up on a background error or a close,
+  // with nothing written.
+  bool not_written = too_large;
+  while (s.IsBusy()) {
+    l.lock();
+    const uint64_t start = NowMicros();
+    const uint64_t mark = level0_->RoomWaitMark();
+    bg_cv_.wait_for(l, std::chrono::milliseconds(10));
+    if (level0_->WaitedForRoomSince(mark)) {
+      stats_.stall_container_us += NowMicros() - start;
+    } else {
+      stats_.stall_memtable_us += NowMicros() - start;
+    }
+    Status ws = WritableStatus();
+    if (ws.ok() && shutting_down_) ws = Status::InvalidArgument("database " + ctx_.dbname + " is closing");
+    l.unlock();
+    if (!ws.ok()) {
+      s = ws;
+      not_written = true;
+      break;
+    }
+    s = log->AddRecord(group->Rep(), sync);
+  }
+  bool log_error = !s.ok() && !not_written;
   if (s.ok()) s = WriteBatchInternal::InsertInto(*group, mem.get());
   l.lock();
-  if (too_large) {
+  if (not_written) {
     // Nothing was written; the sequence numbers were not used.
   } else if (log_error) {
     RecordBackgroundError(s, "WAL write");

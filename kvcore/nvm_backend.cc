@@ -167,16 +167,12 @@ class PmWalWriter final : public WalWriter {
     const uint64_t seq = DecodeFixed64(record.data());
     const uint32_t count = DecodeFixed32(record.data() + 8);
     const uint64_t last = count > 0 ? seq + count - 1 : seq;
-    while (true) {
-      Status s = nvm_->wal()->Append(last, record);
-      if (!s.IsBusy()) {
-        if (s.ok()) bytes_ += record.size() + kWalRecordHeaderSize;
-        return s;
-      }
-      // The log is full until a flush releases it.
-      if (nvm_->stopping.load()) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    // Busy: the log is full until a flush releases it. The caller
+    // (DBImpl::WriteGroup) waits for the flush where it can see a background
+    // error; a wait here could not, and hung when the flush could never end.
+    Status s = nvm_->wal()->Append(last, record);
+    if (s.ok()) bytes_ += record.size() + kWalRecordHeaderSize;
+    return s;
   }
   Status Sync() override { return Status::OK(); }
   Status Close() override { return Status::OK(); }
