@@ -243,6 +243,14 @@ TEST_CASE("Faults: writers stalled on a full container get EROFS when column com
     if (!full) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   CHECK(full);
+  // A full container first stops the flush; the writer stalls once its
+  // memtable and its share of the PM WAL are full too: wait for that.
+  bool stalled = false;
+  for (int i = 0; i < 3000 && !stalled; i++) {
+    stalled = f.Stats().find("stall.micros.container-full 0\n") == std::string::npos;
+    if (!stalled) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(stalled);
   // ...then it fails: the stalled writers must get an error, not wait forever.
   REQUIRE(f.Arm("write:eio:path=.sst") == 0);
   if (writer.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
