@@ -232,14 +232,7 @@ Status DBImpl::WriteGroup(std::unique_lock<std::mutex>& l, Writer** last_writer)
   bool not_written = too_large;
   while (s.IsBusy()) {
     l.lock();
-    const uint64_t start = NowMicros();
-    const uint64_t mark = level0_->RoomWaitMark();
-    bg_cv_.wait_for(l, std::chrono::milliseconds(10));
-    if (level0_->WaitedForRoomSince(mark)) {
-      stats_.stall_container_us += NowMicros() - start;
-    } else {
-      stats_.stall_memtable_us += NowMicros() - start;
-    }
+    WaitForFlush(l, std::chrono::milliseconds(10));
     Status ws = WritableStatus();
     if (ws.ok() && shutting_down_) ws = Status::InvalidArgument("database " + ctx_.dbname + " is closing");
     l.unlock();
@@ -344,16 +337,7 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       // for one row.)
       return Status::OK();
     } else if (static_cast<int>(imms_.size()) >= ctx_.options.max_write_buffer_number - 1) {
-      const uint64_t start = NowMicros();
-      const uint64_t mark = level0_->RoomWaitMark();
-      bg_cv_.wait(l);
-      // A flush waiting for room in L0 (at any time during this wait) is
-      // its own stall cause.
-      if (level0_->WaitedForRoomSince(mark)) {
-        stats_.stall_container_us += NowMicros() - start;
-      } else {
-        stats_.stall_memtable_us += NowMicros() - start;
-      }
+      WaitForFlush(l, std::chrono::milliseconds(0));
     } else if (l0_runs >= stop) {
       const uint64_t start = NowMicros();
       bg_cv_.wait(l);
@@ -386,6 +370,24 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
         MXFS_LOG_WARN("closing WAL #%llu: %s", static_cast<unsigned long long>(old_number), cs.ToString().c_str());
       }
     }
+  }
+}
+
+void DBImpl::WaitForFlush(std::unique_lock<std::mutex>& l, std::chrono::milliseconds at_most) {
+  MXFS_ASSERT_HELD(mu_);
+  const uint64_t start = NowMicros();
+  const uint64_t mark = level0_->RoomWaitMark();
+  if (at_most.count() > 0) {
+    bg_cv_.wait_for(l, at_most);
+  } else {
+    bg_cv_.wait(l);
+  }
+  // A flush waiting for room in L0 (at any time during this wait) is its
+  // own stall cause.
+  if (level0_->WaitedForRoomSince(mark)) {
+    stats_.stall_container_us += NowMicros() - start;
+  } else {
+    stats_.stall_memtable_us += NowMicros() - start;
   }
 }
 

@@ -39,6 +39,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <list>
@@ -102,6 +103,11 @@ class DBImpl final : public DB, private CompactionHost {
   Status NewLog(std::unique_lock<std::mutex>* l, uint64_t* number, std::unique_ptr<WalWriter>* log);
   Status WriteImpl(const WriteOptions& options, WriteBatch* batch);  // batch nullptr: force a memtable switch
   Status MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force);
+  // A writer waits for the flush (a full memtable, a full PM WAL) until the
+  // background signals, at most at_most if it is not zero; the wait counts
+  // as a container-full stall if a flush waited for room meanwhile, else as
+  // a memtable-full stall (mu_ held).
+  void WaitForFlush(std::unique_lock<std::mutex>& l, std::chrono::milliseconds at_most);
   // The memtables as Level0's writer pacing sees them (mu_ held).
   MemTableLoad Load() const;
   WriteBatch* BuildBatchGroup(Writer** last_writer, bool* sync);
