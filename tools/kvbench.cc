@@ -685,6 +685,11 @@ void Benchmark::BackgroundWriter(ThreadState* t) {
   const double limit = static_cast<double>(flags_.benchmark_write_rate_limit);
   const auto start = std::chrono::steady_clock::now();
   double bytes = 0;
+  // How evenly it wrote: the longest time between two puts, and the puts of
+  // each whole second since the start (the slowest one is reported).
+  auto last_put = start;
+  std::chrono::steady_clock::duration longest_gap{};
+  std::vector<uint64_t> per_second;
   while (sh->num_done.load(std::memory_order_acquire) + 1 < sh->total) {
     if (limit > 0) {
       const auto due = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -700,7 +705,23 @@ void Benchmark::BackgroundWriter(ThreadState* t) {
     bytes += static_cast<double>(key.size() + value_size);
     t->stats.AddBytes(key.size() + value_size);
     t->stats.FinishedOps(sh->reporter, 1, OpType::kWrite);
+    const auto now = std::chrono::steady_clock::now();
+    longest_gap = std::max(longest_gap, now - last_put);
+    last_put = now;
+    const auto second = static_cast<size_t>(std::chrono::duration_cast<std::chrono::seconds>(now - start).count());
+    if (per_second.size() <= second) per_second.resize(second + 1, 0);
+    per_second[second]++;
   }
+  // The last second is partial: only whole seconds count for the slowest.
+  const size_t whole = static_cast<size_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count());
+  per_second.resize(std::min(per_second.size(), whole), 0);
+  per_second.resize(whole, 0);  // seconds without a put count as 0
+  const uint64_t slowest = per_second.empty() ? 0 : *std::min_element(per_second.begin(), per_second.end());
+  std::printf("Background writer pauses: longest %.1f ms between two puts; slowest whole second %" PRIu64
+              " writes (of %zu whole seconds)\n",
+              std::chrono::duration<double, std::milli>(longest_gap).count(), slowest, per_second.size());
+  std::fflush(stdout);
 }
 
 // db_bench's readrandomwriterandom, one thread doing both: in every 100
