@@ -42,11 +42,11 @@ const char* BackgroundShareName(BackgroundShare s);
 
 // The share a compaction thread that would run at want gets while threads
 // that only read are active (readers_active; ReaderPresence below): at most
-// kLow, except that kHigh stays: column compaction at kHigh is urgent (the
-// container is nearly full or a flush waits for room), and that rule wins
-// over the readers. The flush does not use it: it steps back to kLow behind
-// readers even while urgent (DBImpl::UpdateBackgroundShares; measured in
-// issue 16 session 5: the reader beside an unlimited writer +25%).
+// kLow, except that kHigh stays (leveled compaction never asks for it).
+// Column compaction steps back by ColumnShareBehindReaders (high only while
+// a flush waits for room), the flush always to kLow, even while urgent
+// (DBImpl::UpdateBackgroundShares; measured in issue 16 session 5: the
+// reader beside an unlimited writer +25%).
 BackgroundShare StepBackFor(BackgroundShare want, bool readers_active);
 
 // A group of threads (by tid) whose share changes together: the threads
@@ -85,7 +85,7 @@ class ThreadGroupShare {
 
 // ReaderPresence: whether threads that only read are active, so that the
 // background threads (flush, compactions, their io_uring workers) step back
-// behind them (the flush always; compactions by StepBackFor). On two cores a reader beside an unlimited writer shares the
+// behind them (the flush always; compactions by StepBackFor and ColumnShareBehindReaders). On two cores a reader beside an unlimited writer shares the
 // CPU with the writer, the flush and the compactions that writer keeps busy:
 // at equal weights it waits in the run queue for most of its time (issue 16:
 // readwhilewriting 0.65x RocksDB, whose writer is stalled by its own L0

@@ -6,9 +6,9 @@
 // idle (SCHED_IDLE, idle I/O class) only while most of the container is
 // free and it holds few rows, normal in between, high (nice -10) when little is left or a flush
 // waits for room. While threads that only read are active
-// (ReaderPresence), at most low (nice 10) unless it is high (little left,
-// or a flush waits for room: the writers then stand still or soon will, and
-// the readers come after the drain; StepBackFor). On a busy machine an idle or even a normal compactor
+// (ReaderPresence), at most low (nice 10) unless a flush waits for room (the
+// writers then stand still or soon will, and the readers come after the
+// drain; ColumnShareBehindReaders). On a busy machine an idle or even a normal compactor
 // gets too little CPU beside CPU-bound processes; the container then fills
 // and every writer stalls (issue 16: fill rate -55% beside two compilers).
 // The share is re-evaluated after every flush (ContainerLevel0 calls
@@ -73,6 +73,17 @@ struct DbContext;
 // pays for every row and an idle compactor on a busy machine never drains
 // them.
 BackgroundShare ColumnShareFor(uint64_t free_pages, uint64_t total_pages, bool full, bool many_rows);
+
+// The share column compaction gets instead of want (ColumnShareFor) while
+// threads that only read are active (ReaderPresence): at most low (nice 10)
+// unless a flush waits for room (full), where want (high) stays. A container
+// that is merely nearly full does not put the compactor ahead of the
+// readers: under an unlimited writer it is nearly full all the time, and
+// the compactor at nice -10 took the reader's CPU (issue 16 session 6:
+// readwhilewriting's reader 56-66k Gets/s with it, 76-80k without). Once
+// the flush waits for room the writers stand still or soon will, and the
+// drain comes first again.
+BackgroundShare ColumnShareBehindReaders(BackgroundShare want, bool full, bool readers_active);
 
 // The largest L1 table a column writes when L1 holds l1_bytes: a
 // (2 * columns per drain)th of L1, at least 1/64 of target_file_size (and
