@@ -90,6 +90,7 @@ Status NvmBackend::Open(bool new_db) {
     want = std::min<uint64_t>(want, co.size / 4);
     want -= want % kMiB;
     co.wal_size = want;
+    co.populate = true;  // the first store to a pool page is not a fault in the write path
     auto pool = Pool::Create(path, co);
     if (!pool) return pool.error().WithContext("creating pool " + path);
     pool_ = std::move(*pool);
@@ -113,6 +114,7 @@ Status NvmBackend::Open(bool new_db) {
     }
     PoolOpenOptions po;
     po.read_only = o.read_only;
+    po.populate = true;
     auto pool = Pool::Open(path, po);
     if (!pool) return pool.error().WithContext("opening pool " + path);
     pool_ = std::move(*pool);

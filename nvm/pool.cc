@@ -1,11 +1,13 @@
 #include "nvm/pool.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cinttypes>
@@ -207,6 +209,28 @@ Result<std::unique_ptr<Pool>> Pool::Map(const std::string& path, UniqueFd fd, bo
   return pool;
 }
 
+void Pool::Populate() const {
+  // In 64 MiB steps: a fatal signal between steps stops it early (one call
+  // over a huge pool would run to its end first).
+  constexpr uint64_t kStep = 64ull << 20;
+  uint64_t off = 0;
+  while (off < size_) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kStep, size_ - off));
+    if (::madvise(base_ + off, n, MADV_POPULATE_WRITE) != 0) {
+      int e = errno;
+      if (e == EINTR) continue;  // a signal arrived: redo this step (pages done stay done)
+      // EINVAL: a kernel before 5.14 or a mapping that cannot be populated
+      // (a devdax device, VM_PFNMAP); EFAULT/ENOMEM: no memory for a page.
+      // The pool still works: its pages are then faulted on first store.
+      MXFS_LOG_INFO("pool %s: pages not populated at open (madvise MADV_POPULATE_WRITE at offset %" PRIu64
+                    ": %s); they are faulted in on first use",
+                    path_.c_str(), off, std::strerror(e));
+      return;
+    }
+    off += n;
+  }
+}
+
 Result<std::unique_ptr<Pool>> Pool::Create(const std::string& path, const PoolCreateOptions& o) {
   const uint64_t ps = kPoolPageSize;
   if (o.size % ps != 0 || o.wal_size % ps != 0 || o.container_size % ps != 0) {
@@ -249,10 +273,21 @@ Result<std::unique_ptr<Pool>> Pool::Create(const std::string& path, const PoolCr
       ::unlink(path.c_str());
       return Err(Status::FromErrno(Fmt("pool %s: set size to %" PRIu64, path.c_str(), o.size), e));
     }
+    // Every block now (zeroed pages on tmpfs), so that a pool too big for
+    // its filesystem fails here, not with SIGBUS at a later first store.
+    // posix_fallocate returns the error (it does not set errno); a
+    // filesystem that cannot preallocate (EOPNOTSUPP) keeps a sparse file.
+    int e = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(o.size));
+    if (e != 0 && e != EOPNOTSUPP && e != EINVAL) {
+      ::unlink(path.c_str());
+      return Err(Status::FromErrno(
+          Fmt("pool %s: cannot allocate its %" PRIu64 " bytes on its filesystem", path.c_str(), o.size), e));
+    }
   }
   auto pool = Map(path, std::move(fd), false);
   if (!pool) return pool;
   Pool& p = **pool;
+  if (o.populate) p.Populate();
   PoolHeader& h = p.header_;
   h.layout_version = kPoolLayoutVersion;
   h.uuid = o.uuid;
@@ -296,6 +331,7 @@ Result<std::unique_ptr<Pool>> Pool::Open(const std::string& path, const PoolOpen
   auto pool = Map(path, std::move(fd), o.read_only);
   if (!pool) return pool;
   Pool& p = **pool;
+  if (o.populate && !o.read_only) p.Populate();
   const char* primary = p.base_;
   const char* backup = p.base_ + kPoolPageSize;
   HeaderCheck c1 = CheckRaw(primary);

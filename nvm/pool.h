@@ -80,6 +80,8 @@ struct PoolCreateOptions {
   uint64_t wal_size = 8ull << 20;
   uint64_t container_size = 0;  // 0: everything after the WAL
   bool overwrite = false;       // false: fail if path exists
+  // Prefault the mapping for writing (see PoolOpenOptions::populate).
+  bool populate = false;
 };
 
 struct PoolOpenOptions {
@@ -89,6 +91,16 @@ struct PoolOpenOptions {
   // or device (fsck -n, DB read-only opens). A damaged header copy is then
   // reported (repaired_header) but not rewritten.
   bool read_only = false;
+  // Prefault the whole mapping for writing at open (MADV_POPULATE_WRITE,
+  // Linux >= 5.14): every page is allocated and its page-table entry made
+  // writable now, so the first store to a page in the write path is not a
+  // page fault (on tmpfs: a fault that also allocates and zeroes the page,
+  // 75-90 ms more per 64 MiB flush into a fresh pool). Costs time at open
+  // (0.3-1.5 s per GiB on our 2-core VM, see BENCHMARKS.md) and makes the pool
+  // resident at once. Best effort: where the kernel or the device refuses
+  // (an older kernel, a devdax device that maps on demand) the pool is
+  // used as it is. Ignored with read_only (it would copy every page).
+  bool populate = false;
 };
 
 // Pools may live on a devdax character device (/dev/daxX.Y), used as is:
@@ -110,6 +122,9 @@ concept PersistableObject = std::is_trivially_copyable_v<std::remove_cvref_t<T>>
 class Pool {
  public:
   // Creates (mode 0600) and maps a new pool at path; writes both headers.
+  // A regular file gets all its blocks at once (posix_fallocate): a pool
+  // that does not fit its filesystem fails here with ENOSPC instead of
+  // SIGBUS at some later first store (a sparse file on a full tmpfs).
   // On a devdax device (DevDaxSize > 0) the device is used as it is: the
   // pool is options.size bytes of it (0 or more than the device: all of it).
   static Result<std::unique_ptr<Pool>> Create(const std::string& path, const PoolCreateOptions& options);
@@ -180,6 +195,8 @@ class Pool {
   };
   Pool() = default;
   static Result<std::unique_ptr<Pool>> Map(const std::string& path, UniqueFd fd, bool copy_on_write);
+  // MADV_POPULATE_WRITE over the mapping; best effort (logs why not).
+  void Populate() const;
 
   std::string path_;
   UniqueFd fd_;

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -85,6 +86,54 @@ TEST_CASE("Pool: create refuses an existing file and a pool too small for its ge
   CHECK(Contains(tiny.error(), std::to_string(1 << 20)));          // the pool size
   CHECK(Contains(tiny.error(), std::to_string(2 * 4096 + (2 << 20) + 16 * 4096)));  // what it needs
   CHECK(Contains(tiny.error(), dir.File("tiny")));
+}
+
+TEST_CASE("Pool: a new pool file has all its blocks, populated or not", "[pm]") {
+  ShmDir dir;
+  for (bool populate : {false, true}) {
+    std::string path = dir.File(populate ? "populated" : "plain");
+    PoolCreateOptions o = SmallPool();
+    o.populate = populate;
+    {
+      auto p = Pool::Create(path, o);
+      REQUIRE(p.has_value());
+      // Every page is writable (populated or faulted now) and keeps what it got.
+      for (uint64_t off = 2 * kPoolPageSize; off < o.size; off += kPoolPageSize) (*p)->At(off)[0] = 'x';
+      (*p)->Persist(std::span<const char>((*p)->At(0), o.size));
+    }
+    struct stat st{};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    CHECK(static_cast<uint64_t>(st.st_blocks) * 512 >= o.size);  // posix_fallocate: no hole left
+    PoolOpenOptions po{o.uuid};
+    po.populate = true;
+    auto p = Pool::Open(path, po);
+    REQUIRE(p.has_value());
+    CHECK((*p)->At(o.size - kPoolPageSize)[0] == 'x');
+    CHECK((*p)->header().pool_size == o.size);
+  }
+}
+
+TEST_CASE("Pool: a pool bigger than its filesystem's free space fails at create, named, and leaves no file",
+          "[pm]") {
+  ShmDir dir;
+  const std::string mnt = dir.File("small-tmpfs");
+  REQUIRE(::mkdir(mnt.c_str(), 0700) == 0);
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=8m,mode=0700") != 0) {
+    WARN("cannot mount a tmpfs here (" << std::strerror(errno) << "): skipped");
+    return;
+  }
+  struct Unmount {
+    std::string m;
+    ~Unmount() { ::umount2(m.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  const std::string path = mnt + "/pool";
+  auto p = Pool::Create(path, SmallPool());  // 32 MiB on an 8 MiB tmpfs
+  REQUIRE_FALSE(p.has_value());
+  INFO(p.error().ToString());
+  CHECK(Contains(p.error(), path));
+  CHECK(Contains(p.error(), "cannot allocate"));
+  CHECK(Contains(p.error(), std::strerror(ENOSPC)));
+  CHECK(::access(path.c_str(), F_OK) != 0);  // no half-made pool left behind
 }
 
 TEST_CASE("Pool: open names a missing file", "[pm]") {
