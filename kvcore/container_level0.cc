@@ -137,7 +137,9 @@ class ContainerLevel0 final : public Level0 {
 
   uint64_t PaceDelayMicros(const MemTableLoad& load) const override {
     MXFS_ASSERT_HELD(*ctx_->mu);
-    return std::max(FlushPaceDelay(load), ContainerPaceRate(load) > 0 ? pacer_.DelayMicros(NowMicros()) : 0);
+    // Either pacer's lag, paid only once it is a whole quantum (container_pacer.h).
+    return QuantizedPaceWait(
+        std::max(FlushPaceDelay(load), ContainerPaceRate(load) > 0 ? pacer_.DelayMicros(NowMicros()) : 0));
   }
 
   void WriteGroupDone(uint64_t bytes, const MemTableLoad& load) override {

@@ -19,7 +19,8 @@
 // less room they fall behind it and the headroom grows back, with more they
 // may run ahead. The allowed rate is charged as a virtual clock: each write
 // group of b bytes moves the clock by b / rate; a writer that is ahead of the
-// clock waits the difference (at most kMaxWaitMicros per write, so a stale
+// clock waits the difference (once it is a pacing quantum,
+// kPaceQuantumMicros; at most kMaxWaitMicros per write, so a stale
 // rate never blocks a writer for long; the container-full wait stays the
 // backstop). The clock may lag real time by at most kBurstMicros, so an idle
 // period does not bank an unbounded burst.
@@ -32,6 +33,18 @@
 #include <cstdint>
 
 namespace mxfs {
+
+// Writer pacing pays in quanta: a writer less than kPaceQuantumMicros ahead
+// of its schedule (either pacer's) runs on, one further ahead waits the
+// whole lag at once. Why: a sleep of a few microseconds lasts the timer
+// slack (50 us) plus the wake-up, so pacing each write by the few
+// microseconds it is ahead made ~1,000-2,000 writes per million-key fill
+// wait 64-128 us (2-5 ms asked in all, 100-190 ms slept; BENCHMARKS.md,
+// issue 16 session 6, helper pace): those writes were the fill's P99.9.
+// Paid in quanta the rate over a flush or a drain is the same, the writer
+// is at most one quantum ahead, and a fill has tens of paced writes.
+inline constexpr uint64_t kPaceQuantumMicros = 1000;
+inline uint64_t QuantizedPaceWait(uint64_t lag_us) { return lag_us >= kPaceQuantumMicros ? lag_us : 0; }
 
 class ContainerPacer {
  public:

@@ -320,7 +320,8 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       allow_delay = false;
     } else if (const uint64_t pace = allow_delay && !force ? level0_->PaceDelayMicros(Load()) : 0; pace > 0) {
       // An L0 whose flushes may wait (the container) sets the sustainable
-      // rate: a writer ahead of it waits a little now, once per write,
+      // rate: a writer ahead of it waits now (at most once per write, a
+      // millisecond or more at a time: the pacing quantum, container_pacer.h),
       // instead of filling the memtable at once and then waiting for the
       // whole flush (which leaves whole seconds without a write).
       const uint64_t start = NowMicros();
@@ -328,6 +329,7 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       std::this_thread::sleep_for(std::chrono::microseconds(pace));
       l.lock();
       stats_.stall_pacing_us += NowMicros() - start;
+      stats_.pacing_waits++;
       allow_delay = false;
     } else if (!force && mem_->ApproximateMemoryUsage() <= ctx_.options.write_buffer_size &&
                !(!mem_->Empty() &&

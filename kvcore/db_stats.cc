@@ -43,6 +43,7 @@ std::string StatsText(const DbStats& s, const StatsInputs& in) {
   r += "stall.micros.memtable-full " + Num(s.stall_memtable_us) + "\n";
   r += "stall.micros.container-full " + Num(s.stall_container_us) + "\n";
   r += "stall.micros.write-pacing " + Num(s.stall_pacing_us) + "\n";
+  r += "stall.count.write-pacing " + Num(s.pacing_waits) + "\n";
   r += "stall.micros.total " + Num(s.StallMicros()) + "\n";
   r += "nvm.flush.bytes.written " + Num(s.nvm_flush_bytes) + "\n";
   in.level0.AppendTo(&r);

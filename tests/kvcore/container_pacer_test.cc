@@ -73,5 +73,29 @@ TEST_CASE("ContainerPacer: a single wait is capped; unpaced writes clear the deb
   CHECK(p.DelayMicros(6000) == 0);
 }
 
+TEST_CASE("Pacing waits in quanta: a writer less than a quantum ahead runs on, one further ahead waits it all") {
+  CHECK(QuantizedPaceWait(0) == 0);
+  CHECK(QuantizedPaceWait(3) == 0);  // a few us: a sleep would last the timer slack
+  CHECK(QuantizedPaceWait(kPaceQuantumMicros - 1) == 0);
+  CHECK(QuantizedPaceWait(kPaceQuantumMicros) == kPaceQuantumMicros);
+  CHECK(QuantizedPaceWait(7500) == 7500);
+  // The rate is kept: a writer charged 4 us per write waits once per
+  // quantum's worth of writes, the whole lag.
+  ContainerPacer p;
+  uint64_t now = 1000000, waits = 0, waited = 0;
+  p.Charge(1, 1, now);  // starts the clock at now - burst + 1
+  for (int i = 0; i < 10000; i++) {
+    const uint64_t d = QuantizedPaceWait(p.DelayMicros(now));
+    if (d > 0) {
+      waits++;
+      waited += d;
+      now += d;
+    }
+    p.Charge(400, 100, now);  // 4 us per write, written in no time
+  }
+  CHECK(waits <= 40);                 // 40 ms owed in quanta of >= 1 ms
+  CHECK(waited >= 40000 - ContainerPacer::kBurstMicros - kPaceQuantumMicros);
+}
+
 }  // namespace
 }  // namespace mxfs
