@@ -358,7 +358,7 @@ Status DBImpl::MakeRoomForWrite(std::unique_lock<std::mutex>& l, bool force) {
       log_number_ = number;
       imms_.push_back(std::move(mem_));
       last_switch_us_ = NowMicros();
-      mem_ = std::make_shared<MemTable>(ctx_.icmp);
+      mem_ = NewMemTable();
       mem_->set_log_number(number);
       PublishReadView();
       force = false;
@@ -496,6 +496,11 @@ void DBImpl::FlushThreadMain() {
     ExpireReaders(l);
   }
   flush_share_.Leave();
+}
+
+std::shared_ptr<MemTable> DBImpl::NewMemTable() const {
+  const double bytes = ctx_.options.memtable_bloom_size_ratio * static_cast<double>(ctx_.options.write_buffer_size);
+  return std::make_shared<MemTable>(ctx_.icmp, static_cast<size_t>(bytes));
 }
 
 void DBImpl::UpdateBackgroundShares() {

@@ -122,6 +122,8 @@ class DBImpl final : public DB, private CompactionHost {
   // Moves the flush, compaction and L0 compactor threads to the share that
   // readers_ and flush_urgent_ call for (without mu_: system calls).
   void UpdateBackgroundShares();
+  // An empty memtable with the options' bloom (memtable_bloom_size_ratio).
+  std::shared_ptr<MemTable> NewMemTable() const;
   // Sets flush_urgent_ from imms_ (mu_ held through l; released around the
   // system calls when the share changes).
   void UpdateFlushUrgency(std::unique_lock<std::mutex>& l);

@@ -218,7 +218,7 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
   if (ctx_.options.read_only) {
     // The replayed records stay in memtables; nothing is written.
     if (mem_ && !mem_->Empty()) imms_.push_back(std::move(mem_));
-    mem_ = std::make_shared<MemTable>(ctx_.icmp);
+    mem_ = NewMemTable();
     mem_->set_log_number(versions_->LogNumber());
     return Status::OK();
   }
@@ -238,7 +238,7 @@ Status DBImpl::OpenLocked(std::unique_lock<std::mutex>& l) {
   uint64_t new_log = 0;
   MXFS_RETURN_IF_ERROR(NewLog(&l, &new_log, &log_));
   log_number_ = new_log;
-  mem_ = std::make_shared<MemTable>(ctx_.icmp);
+  mem_ = NewMemTable();
   mem_->set_log_number(new_log);
   edit.SetLogNumber(new_log);
   return versions_->LogAndApply(&edit, l);
@@ -259,7 +259,7 @@ Status DBImpl::RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* ma
     Status s = batch.SetRep(record);
     if (s.ok()) {
       if (!mem_) {
-        mem_ = std::make_shared<MemTable>(ctx_.icmp);
+        mem_ = NewMemTable();
         mem_->set_log_number(number);
       }
       s = WriteBatchInternal::InsertInto(batch, mem_.get());
@@ -318,7 +318,7 @@ Status DBImpl::RecoverPmWal(SequenceNumber* max_sequence) {
     }
     Status bs = batch.SetRep(payload);
     if (!mem) {
-      mem = std::make_shared<MemTable>(ctx_.icmp);
+      mem = NewMemTable();
       mem->set_log_number(log_number);
     }
     if (bs.ok()) bs = WriteBatchInternal::InsertInto(batch, mem.get());

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/coding.h"
+#include "base/hash.h"
 
 namespace mxfs {
 
@@ -79,10 +80,42 @@ int MemTable::KeyComparator::operator()(const char* a, const char* b) const {
   return ta > tb ? -1 : (ta < tb ? +1 : 0);
 }
 
-MemTable::MemTable(const InternalKeyComparator& cmp)
-    : comparator_{cmp, cmp.user_comparator() == BytewiseComparator()}, table_(comparator_, &arena_) {}
+MemTable::MemTable(const InternalKeyComparator& cmp, size_t bloom_bytes)
+    : comparator_{cmp, cmp.user_comparator() == BytewiseComparator()}, table_(comparator_, &arena_) {
+  if (bloom_bytes >= 64 && comparator_.bytewise) {
+    bloom_lines_ = bloom_bytes / 64;
+    bloom_.reset(new std::atomic<uint64_t>[bloom_lines_ * 8]);  // value-initialised: 0
+    for (size_t i = 0; i < bloom_lines_ * 8; i++) bloom_[i].store(0, std::memory_order_relaxed);
+  }
+}
+
+// The line from the hash's high half, the probes' bits (9 each of the
+// line's 512) from its low half, rotated per probe.
+void MemTable::BloomAdd(const Slice& user_key) {
+  const uint64_t h = Hash64(user_key);
+  std::atomic<uint64_t>* line = &bloom_[((h >> 32) % bloom_lines_) * 8];
+  uint32_t bits = static_cast<uint32_t>(h);
+  const uint32_t delta = (bits >> 17) | (bits << 15);
+  for (int i = 0; i < kBloomProbes; i++, bits += delta) {
+    const uint32_t bit = bits & 511;
+    line[bit >> 6].fetch_or(uint64_t{1} << (bit & 63), std::memory_order_relaxed);
+  }
+}
+
+bool MemTable::BloomMayContain(const Slice& user_key) const {
+  const uint64_t h = Hash64(user_key);
+  const std::atomic<uint64_t>* line = &bloom_[((h >> 32) % bloom_lines_) * 8];
+  uint32_t bits = static_cast<uint32_t>(h);
+  const uint32_t delta = (bits >> 17) | (bits << 15);
+  for (int i = 0; i < kBloomProbes; i++, bits += delta) {
+    const uint32_t bit = bits & 511;
+    if ((line[bit >> 6].load(std::memory_order_relaxed) & (uint64_t{1} << (bit & 63))) == 0) return false;
+  }
+  return true;
+}
 
 void MemTable::Add(SequenceNumber seq, ValueType type, const Slice& key, const Slice& value) {
+  if (bloom_lines_ > 0) BloomAdd(key);  // before the entry: see the class comment
   const size_t internal_key_size = key.size() + kInternalKeyTrailer;
   const bool apart = value.size() > kMaxInlineValue;
   const uint64_t tagged = (static_cast<uint64_t>(value.size()) << 1) | (apart ? 1 : 0);
@@ -113,6 +146,7 @@ void MemTable::Add(SequenceNumber seq, ValueType type, const Slice& key, const S
 }
 
 bool MemTable::Get(const LookupKey& key, std::string* value, Status* s) const {
+  if (bloom_lines_ > 0 && !BloomMayContain(key.user_key())) return false;
   Table::Iterator iter(&table_);
   iter.Seek(key.memtable_key().data());
   if (!iter.Valid()) return false;

@@ -24,9 +24,19 @@
 
 namespace mxfs {
 
+// With bloom_bytes > 0 (Options::memtable_bloom_size_ratio times the
+// write buffer size, as RocksDB's memtable_bloom_size_ratio with
+// memtable_whole_key_filtering) a memtable keeps a bloom filter of its user
+// keys, blocked (every key's bits in one 64-byte line): Get of a key the
+// memtable does not hold then costs one cache line instead of a skiplist
+// search (beside an unlimited writer a quarter of each Get; BENCHMARKS.md,
+// issue 16 session 6). Only with the bytewise user order (equal keys are
+// equal bytes). A key's bits are set before its entry is inserted, and a
+// reader sees the entry only through a sequence published after the insert,
+// so a reader that may see the entry sees its bits.
 class MemTable : public std::enable_shared_from_this<MemTable> {
  public:
-  explicit MemTable(const InternalKeyComparator& cmp);
+  explicit MemTable(const InternalKeyComparator& cmp, size_t bloom_bytes = 0);
   MemTable(const MemTable&) = delete;
   MemTable& operator=(const MemTable&) = delete;
 
@@ -64,6 +74,12 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   Arena arena_;        // skiplist nodes with their entries
   Arena value_arena_;  // values longer than kMaxInlineValue
   Table table_;
+  // The bloom: bloom_lines_ lines of 8 words (none if 0).
+  static constexpr int kBloomProbes = 6;
+  void BloomAdd(const Slice& user_key);
+  bool BloomMayContain(const Slice& user_key) const;
+  size_t bloom_lines_ = 0;
+  std::unique_ptr<std::atomic<uint64_t>[]> bloom_;
   std::atomic<uint64_t> num_entries_{0};
   uint64_t log_number_ = 0;
 };

@@ -17,6 +17,9 @@ Status ValidateOptions(const Options& o) {
   if (o.max_write_buffer_number < 2 || o.max_write_buffer_number > 64) {
     return bad("max_write_buffer_number = " + std::to_string(o.max_write_buffer_number) + ": must be 2..64");
   }
+  if (!(o.memtable_bloom_size_ratio >= 0 && o.memtable_bloom_size_ratio <= 0.25)) {
+    return bad("memtable_bloom_size_ratio = " + FormatRatio(o.memtable_bloom_size_ratio) + ": must be 0..0.25");
+  }
   if (o.num_levels < 2 || o.num_levels > 20) {
     return bad("num_levels = " + std::to_string(o.num_levels) + ": must be 2..20");
   }

@@ -297,6 +297,7 @@ void Benchmark::Open() {
   Options o;
   o.create_if_missing = !flags_.use_existing_db;
   o.write_buffer_size = static_cast<size_t>(flags_.write_buffer_size);
+  o.memtable_bloom_size_ratio = flags_.memtable_bloom_size_ratio;
   o.max_write_buffer_number = static_cast<int>(flags_.max_write_buffer_number);
   o.max_bytes_for_level_base = flags_.max_bytes_for_level_base;
   o.max_bytes_for_level_multiplier = flags_.max_bytes_for_level_multiplier;

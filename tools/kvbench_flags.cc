@@ -42,6 +42,9 @@ std::vector<FlagSpec> FlagTable(Flags* f) {
       {"use_existing_db", FlagType::kBool, &f->use_existing_db,
        "do not destroy the database first; fill benchmarks are skipped"},
       {"write_buffer_size", FlagType::kInt, &f->write_buffer_size, "memtable size in bytes"},
+      {"memtable_bloom_size_ratio", FlagType::kDouble, &f->memtable_bloom_size_ratio,
+       "a bloom filter of each memtable's keys of this fraction of write_buffer_size (0: none; as db_bench's "
+       "with --memtable_whole_key_filtering)"},
       {"max_write_buffer_number", FlagType::kInt, &f->max_write_buffer_number,
        "memtables (active + immutable) before writers wait"},
       {"max_bytes_for_level_base", FlagType::kUint, &f->max_bytes_for_level_base, "target size of level 1 in bytes"},

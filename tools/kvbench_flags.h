@@ -38,6 +38,7 @@ struct Flags {
   std::string db;
   bool use_existing_db = false;
   int64_t write_buffer_size = 64ll << 20;
+  double memtable_bloom_size_ratio = 0;
   int64_t max_write_buffer_number = 2;
   uint64_t max_bytes_for_level_base = 256ull << 20;
   double max_bytes_for_level_multiplier = 10.0;

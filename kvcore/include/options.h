@@ -22,6 +22,11 @@ struct Options {
   size_t write_buffer_size = 64ull << 20;
   // Memtables (active + immutable) before writers wait for a flush.
   int max_write_buffer_number = 2;
+  // A bloom filter of each memtable's keys of this fraction of
+  // write_buffer_size (0: none; at most 0.25), as RocksDB's
+  // memtable_bloom_size_ratio with memtable_whole_key_filtering: a Get of a
+  // key a memtable does not hold skips its skiplist search (kvcore/memtable.h).
+  double memtable_bloom_size_ratio = 0;
 
   // Leveled tree: target size of the first SSD level and the growth factor.
   // With a matrix container, L1's target is the container's size instead.

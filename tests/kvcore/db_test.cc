@@ -108,6 +108,28 @@ TEST_CASE("DB: data survives close and reopen, from the WAL and from tables") {
   }
 }
 
+TEST_CASE("DB: with memtable blooms, every key reads back through memtables, recovery and tables") {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  Options o = SmallOptions();
+  o.memtable_bloom_size_ratio = 0.25;
+  {
+    auto db = OpenOrDie(o, path);
+    for (int i = 0; i < 2000; i++) REQUIRE(db->Put(WriteOptions(), Key(i), "value" + std::to_string(i)).ok());
+    for (int i = 0; i < 2000; i += 3) REQUIRE(db->Delete(WriteOptions(), Key(i)).ok());
+    for (int i = 0; i < 2000; i++) {
+      INFO("key " << i);
+      CHECK(Get(db.get(), Key(i)) == (i % 3 == 0 ? "NOT_FOUND" : "value" + std::to_string(i)));
+    }
+    CHECK(Get(db.get(), Key(5000)) == "NOT_FOUND");
+  }
+  auto db = OpenOrDie(o, path);  // the WAL's tail replays into bloomed memtables
+  for (int i = 0; i < 2000; i++) {
+    INFO("key " << i << " after reopen");
+    CHECK(Get(db.get(), Key(i)) == (i % 3 == 0 ? "NOT_FOUND" : "value" + std::to_string(i)));
+  }
+}
+
 TEST_CASE("DB: flush and compaction move data down the tree and keep it readable") {
   TempDir dir;
   auto db = OpenOrDie(SmallOptions(), dir.Sub("db"));
@@ -288,6 +310,12 @@ TEST_CASE("DB: bad options are InvalidArgument naming the option and value") {
   db = DB::Open(o, dir.Sub("db"));
   REQUIRE_FALSE(db.has_value());
   CHECK(db.error().message().find("level0_stop_writes_trigger = 3") != std::string_view::npos);
+
+  o = Options();
+  o.memtable_bloom_size_ratio = 0.5;
+  db = DB::Open(o, dir.Sub("db"));
+  REQUIRE_FALSE(db.has_value());
+  CHECK(db.error().message().find("memtable_bloom_size_ratio") != std::string_view::npos);
 
   o = Options();
   o.max_bytes_for_level_multiplier = 0.5;

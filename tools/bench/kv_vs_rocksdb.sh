@@ -54,6 +54,12 @@
 #   --max_bytes_for_level_base B  (268435456)
 #   --target_file_size_base B     (67108864)
 #   --bloom_bits N                (10)
+#   --memtable_bloom_size_ratio R a bloom filter of each memtable's keys of R
+#                                 times the write buffer size, on both:
+#                                 kvbench --memtable_bloom_size_ratio=R,
+#                                 db_bench --memtable_bloom_size_ratio=R
+#                                 --memtable_whole_key_filtering=true
+#                                 (0: none, db_bench's default; 0)
 #   --cache_size B                block cache (8388608, db_bench's default)
 #   --sync 0|1                    sync every write (0)
 #   --direct                      O_DIRECT on both: kvbench --use_direct_io=1,
@@ -185,6 +191,7 @@ write_buffer_size=$((64 << 20))
 max_bytes_for_level_base=$((256 << 20))
 target_file_size_base=$((64 << 20))
 bloom_bits=10
+memtable_bloom_size_ratio=0
 cache_size=$((8 << 20))
 sync=0
 direct=0
@@ -249,6 +256,10 @@ while [ $# -gt 0 ]; do
     --max_bytes_for_level_base) need_int "$arg" "$val"; max_bytes_for_level_base=$val ;;
     --target_file_size_base) need_int "$arg" "$val"; target_file_size_base=$val ;;
     --bloom_bits) need_int "$arg" "$val"; bloom_bits=$val ;;
+    --memtable_bloom_size_ratio)
+      [[ $val =~ ^(0|0?\.[0-9]+)$ ]] && awk -v r="$val" 'BEGIN { exit !(r <= 0.25) }' ||
+        { echo "kv_vs_rocksdb.sh: --memtable_bloom_size_ratio: expected a ratio 0..0.25, got '$val'" >&2; exit 2; }
+      memtable_bloom_size_ratio=$val ;;
     --cache_size) need_int "$arg" "$val"; cache_size=$val ;;
     --sync) [[ $val == 0 || $val == 1 ]] || { echo "kv_vs_rocksdb.sh: --sync: expected 0 or 1, got '$val'" >&2; exit 2; }; sync=$val ;;
     --seed) need_int "$arg" "$val"; seed=$val ;;
@@ -317,6 +328,10 @@ fi
 if [ "$mmap_read" = 1 ]; then
   kv_only+=(--mmap_read=1)
   rocks_only+=(--mmap_read=1)
+fi
+if [ "$memtable_bloom_size_ratio" != 0 ]; then
+  kv_only+=(--memtable_bloom_size_ratio="$memtable_bloom_size_ratio")
+  rocks_only+=(--memtable_bloom_size_ratio="$memtable_bloom_size_ratio" --memtable_whole_key_filtering=true)
 fi
 
 declare -A load_after_run  # log name -> 1-minute load average when the run ended
@@ -670,7 +685,7 @@ if [ -n "$workloads" ]; then
   echo "${workloads//,/, } on the loaded DBs, interleaved; $reads operations per benchmark; $threads_said;"
   echo "readwritepercent $readwritepercent, seek_nexts $seek_nexts; write_buffer_size $write_buffer_size,"
   echo "max_bytes_for_level_base $max_bytes_for_level_base, target_file_size_base $target_file_size_base,"
-  echo "bloom_bits $bloom_bits, cache_size $cache_size, no compression, sync=$sync, seed $seed;"
+  echo "bloom_bits $bloom_bits, memtable_bloom_size_ratio $memtable_bloom_size_ratio, cache_size $cache_size, no compression, sync=$sync, seed $seed;"
   echo "MatrixKV with its WAL and L0 in a pool of $nvm_size bytes on $shm ($(df -PT "$shm" | awk 'NR==2 {print $2}')),"
   echo "RocksDB $("$db_bench" --version 2>/dev/null | awk '{print $NF}') all on disk: $dir ($(df -PT "$dir" | awk 'NR==2 {print $2}'))."
   if grep -q 'Assertions are enabled' "$logs/db_bench_fill.log"; then
