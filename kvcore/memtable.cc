@@ -84,8 +84,7 @@ MemTable::MemTable(const InternalKeyComparator& cmp, size_t bloom_bytes)
     : comparator_{cmp, cmp.user_comparator() == BytewiseComparator()}, table_(comparator_, &arena_) {
   if (bloom_bytes >= 64 && comparator_.bytewise) {
     bloom_lines_ = bloom_bytes / 64;
-    bloom_.reset(new std::atomic<uint64_t>[bloom_lines_ * 8]);  // value-initialised: 0
-    for (size_t i = 0; i < bloom_lines_ * 8; i++) bloom_[i].store(0, std::memory_order_relaxed);
+    bloom_.reset(new std::atomic<uint64_t>[bloom_lines_ * 8]);  // zero: std::atomic value-initialises (C++20)
   }
 }
 

@@ -222,7 +222,7 @@ void Pool::Populate() const {
       // EINVAL: a kernel before 5.14 or a mapping that cannot be populated
       // (a devdax device, VM_PFNMAP); EFAULT/ENOMEM: no memory for a page.
       // The pool still works: its pages are then faulted on first store.
-      MXFS_LOG_INFO("pool %s: pages not populated at open (madvise MADV_POPULATE_WRITE at offset %" PRIu64
+      MXFS_LOG_INFO("pool %s: pages not populated (madvise MADV_POPULATE_WRITE at offset %" PRIu64
                     ": %s); they are faulted in on first use",
                     path_.c_str(), off, std::strerror(e));
       return;

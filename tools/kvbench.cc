@@ -716,7 +716,6 @@ void Benchmark::BackgroundWriter(ThreadState* t) {
   // The last second is partial: only whole seconds count for the slowest.
   const size_t whole = static_cast<size_t>(
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count());
-  per_second.resize(std::min(per_second.size(), whole), 0);
   per_second.resize(whole, 0);  // seconds without a put count as 0
   const uint64_t slowest = per_second.empty() ? 0 : *std::min_element(per_second.begin(), per_second.end());
   std::printf("Background writer pauses: longest %.1f ms between two puts; slowest whole second %" PRIu64
