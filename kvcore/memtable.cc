@@ -90,27 +90,30 @@ MemTable::MemTable(const InternalKeyComparator& cmp, size_t bloom_bytes)
 
 // The line from the hash's high half, the probes' bits (9 each of the
 // line's 512) from its low half, rotated per probe.
-void MemTable::BloomAdd(const Slice& user_key) {
+template <typename F>
+bool MemTable::ForEachBloomProbe(const Slice& user_key, F&& f) const {
   const uint64_t h = Hash64(user_key);
   std::atomic<uint64_t>* line = &bloom_[((h >> 32) % bloom_lines_) * 8];
   uint32_t bits = static_cast<uint32_t>(h);
   const uint32_t delta = (bits >> 17) | (bits << 15);
   for (int i = 0; i < kBloomProbes; i++, bits += delta) {
     const uint32_t bit = bits & 511;
-    line[bit >> 6].fetch_or(uint64_t{1} << (bit & 63), std::memory_order_relaxed);
+    if (!f(line[bit >> 6], uint64_t{1} << (bit & 63))) return false;
   }
+  return true;
+}
+
+void MemTable::BloomAdd(const Slice& user_key) {
+  ForEachBloomProbe(user_key, [](std::atomic<uint64_t>& word, uint64_t mask) {
+    word.fetch_or(mask, std::memory_order_relaxed);
+    return true;
+  });
 }
 
 bool MemTable::BloomMayContain(const Slice& user_key) const {
-  const uint64_t h = Hash64(user_key);
-  const std::atomic<uint64_t>* line = &bloom_[((h >> 32) % bloom_lines_) * 8];
-  uint32_t bits = static_cast<uint32_t>(h);
-  const uint32_t delta = (bits >> 17) | (bits << 15);
-  for (int i = 0; i < kBloomProbes; i++, bits += delta) {
-    const uint32_t bit = bits & 511;
-    if ((line[bit >> 6].load(std::memory_order_relaxed) & (uint64_t{1} << (bit & 63))) == 0) return false;
-  }
-  return true;
+  return ForEachBloomProbe(user_key, [](const std::atomic<uint64_t>& word, uint64_t mask) {
+    return (word.load(std::memory_order_relaxed) & mask) != 0;
+  });
 }
 
 void MemTable::Add(SequenceNumber seq, ValueType type, const Slice& key, const Slice& value) {

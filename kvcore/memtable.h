@@ -76,6 +76,11 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   Table table_;
   // The bloom: bloom_lines_ lines of 8 words (none if 0).
   static constexpr int kBloomProbes = 6;
+  // Calls f(word, mask) for each of the key's kBloomProbes bits (all in
+  // one line) until f returns false; false if it did. Adding and testing a
+  // key walk the same bits.
+  template <typename F>
+  bool ForEachBloomProbe(const Slice& user_key, F&& f) const;
   void BloomAdd(const Slice& user_key);
   bool BloomMayContain(const Slice& user_key) const;
   size_t bloom_lines_ = 0;
