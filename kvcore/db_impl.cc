@@ -597,11 +597,13 @@ void DBImpl::CompactThreadMain() {
   while (true) {
     // Leveled compactions run beside L0's own (two cores: the container
     // drains while L1 spills into L2) unless their L1 inputs are busy; a
-    // manual compaction runs alone.
+    // manual compaction runs alone, and no automatic one runs between its
+    // steps.
     bg_cv_.wait(l, [this] {
       return shutting_down_ ||
              (bg_error_.ok() && (manual_ != nullptr ? !l0_running_
-                                                    : l0_done_ != leveled_blocked_at_ && versions_->NeedsCompaction()));
+                                                    : exclusive_manual_ == 0 && l0_done_ != leveled_blocked_at_ &&
+                                                          versions_->NeedsCompaction()));
     });
     if (shutting_down_) break;
     leveled_running_ = true;
@@ -810,6 +812,19 @@ Status DBImpl::CompactRange(const Slice* begin, const Slice* end) {
       MXFS_RETURN_IF_ERROR(s);
     }
   }
+  // From here to the end no automatic leveled compaction runs: one that
+  // moved a table below the deepest level read below would leave it out of
+  // the steps. Writers may stall on L0 meanwhile; nothing here waits on them.
+  exclusive_manual_++;
+  struct Exclusive {
+    DBImpl* db;
+    ~Exclusive() {
+      db->exclusive_manual_--;
+      db->bg_cv_.notify_all();
+    }
+  } exclusive{this};
+  bg_cv_.wait(l, [&] { return !leveled_running_ || !bg_error_.ok() || shutting_down_; });
+  MXFS_RETURN_IF_ERROR(WritableStatus());
   // Every level down to the deepest one holding the range is compacted into
   // the next, the deepest included (unless it is the last level), so that
   // its tombstones and overwritten entries go too.

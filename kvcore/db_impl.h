@@ -182,6 +182,10 @@ class DBImpl final : public DB, private CompactionHost {
   std::set<uint64_t> pending_outputs_;
   std::list<std::unique_ptr<SnapshotImpl>> snapshots_;
   ManualCompaction* manual_ = nullptr;
+  // CompactRange calls in their leveled steps (mu_): no automatic leveled
+  // compaction runs meanwhile, so none moves a table below the deepest
+  // level the calls compact (RocksDB's exclusive manual compaction).
+  int exclusive_manual_ = 0;
   Status bg_error_;
   std::string bg_error_where_;
   bool opened_ = false;
