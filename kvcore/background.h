@@ -28,13 +28,17 @@ void SetIoPriority(IoPriority p);
 
 // The share of CPU and disk a background thread gets, from least to most
 // (the order is the enum's: std::min of two shares is the smaller one).
+// Every share but idle is SCHED_BATCH: the thread keeps its nice level's
+// CPU weight but never preempts a running thread when it wakes (a flush
+// started, an io_uring completion); it waits for the next tick or a free
+// CPU, so a foreground writer or reader runs on through the wakeups.
 enum class BackgroundShare {
   kIdle,    // SCHED_IDLE and the idle I/O class: only what nobody else wants
-  kLow,     // SCHED_OTHER at nice 10, best-effort I/O at the lowest level:
+  kLow,     // SCHED_BATCH at nice 10, best-effort I/O at the lowest level:
             // a tenth of a nice-0 thread's CPU weight, so foreground readers
             // of the process come first (ReaderPresence)
-  kNormal,  // SCHED_OTHER at nice 0, best-effort I/O at the lowest level
-  kHigh,    // SCHED_OTHER at nice -10, best-effort I/O at level 2: ahead of
+  kNormal,  // SCHED_BATCH at nice 0, best-effort I/O at the lowest level
+  kHigh,    // SCHED_BATCH at nice -10, best-effort I/O at level 2: ahead of
             // CPU-bound processes at nice 0 (needs CAP_SYS_NICE or
             // RLIMIT_NICE >= 30; without, it stays at nice 0)
 };
