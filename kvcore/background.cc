@@ -107,11 +107,21 @@ BackgroundShare StepBackFor(BackgroundShare want, bool readers_active) {
   return std::min(want, BackgroundShare::kLow);
 }
 
+namespace {
+// The group the calling thread joined, and its changes() when the thread
+// joined or last settled its io_uring workers.
+thread_local ThreadGroupShare* tl_group = nullptr;
+thread_local uint64_t tl_settled_changes = 0;
+}  // namespace
+
 void ThreadGroupShare::Join() {
   const pid_t tid = static_cast<pid_t>(::syscall(SYS_gettid));
   std::lock_guard<std::mutex> l(mu_);
   tids_.push_back(tid);
   ApplyShareTo(tid, share_);
+  // Workers it had before joining take the share too, at its first settle.
+  tl_group = this;
+  tl_settled_changes = changes_ - 1;
 }
 
 void ThreadGroupShare::Leave() {
@@ -119,6 +129,21 @@ void ThreadGroupShare::Leave() {
   std::lock_guard<std::mutex> l(mu_);
   auto it = std::find(tids_.begin(), tids_.end(), tid);
   if (it != tids_.end()) tids_.erase(it);
+  if (tl_group == this) tl_group = nullptr;
+}
+
+bool ThreadGroupShare::CallingThreadUnsettled() {
+  const ThreadGroupShare* g = tl_group;
+  return g != nullptr && g->changes_published_.load(std::memory_order_acquire) != tl_settled_changes;
+}
+
+void ThreadGroupShare::SettleCallingThread() {
+  if (!CallingThreadUnsettled()) return;
+  ThreadGroupShare* g = tl_group;
+  const pid_t tid = static_cast<pid_t>(::syscall(SYS_gettid));
+  std::lock_guard<std::mutex> l(g->mu_);
+  tl_settled_changes = g->changes_;
+  for (const pid_t worker : IoWorkersOf({tid})) ApplyShareTo(worker, g->share_);
 }
 
 void ThreadGroupShare::Set(BackgroundShare s) {
@@ -130,6 +155,7 @@ void ThreadGroupShare::Set(BackgroundShare s) {
   share_ = s;
   changes_++;
   ApplyShare(tids_, s);
+  changes_published_.store(changes_, std::memory_order_release);
 }
 
 BackgroundShare ThreadGroupShare::share() const {

@@ -64,7 +64,13 @@ BackgroundShare StepBackFor(BackgroundShare want, bool readers_active);
 // of the system calls are ignored (the thread keeps its share). The io_uring
 // workers of a member (threads named iou-wrk-<member tid>, created by the
 // kernel with the member's share of that moment) are moved with it: they do
-// the member's buffered writes.
+// the member's buffered writes. A worker the kernel creates while Set runs
+// can be missed: it copies its owner's share of before Set reached the
+// owner, and appears in /proc only after Set looked. The kernel creates a
+// member's workers only in that member's own context (its io_uring_enter
+// or task work), so once the member itself looks (SettleCallingThread, at
+// the end of each background job) every worker it has is listed, and any
+// later one copies the new share.
 class ThreadGroupShare {
  public:
   ThreadGroupShare() = default;  // starts at kNormal
@@ -79,12 +85,21 @@ class ThreadGroupShare {
   BackgroundShare share() const;
   // Times Set changed the share (for stats and tests).
   uint64_t changes() const;
+  // If the calling thread is a member and the share changed since it joined
+  // or last settled, applies the share to its io_uring workers again (the
+  // ones Set may have missed, see above). Cheap otherwise (one atomic load);
+  // a member calls it between jobs, never while it holds a lock a reader
+  // needs (it reads /proc when it acts).
+  static void SettleCallingThread();
+  // True if SettleCallingThread would act (one atomic load).
+  static bool CallingThreadUnsettled();
 
  private:
   mutable std::mutex mu_;
   std::vector<pid_t> tids_;  // mu_
   BackgroundShare share_ = BackgroundShare::kNormal;  // mu_
   uint64_t changes_ = 0;     // mu_
+  std::atomic<uint64_t> changes_published_{0};  // changes_, readable without mu_
 };
 
 // ReaderPresence: whether threads that only read are active, so that the

@@ -531,6 +531,13 @@ void DBImpl::UpdateFlushUrgency(std::unique_lock<std::mutex>& l) {
 
 void DBImpl::ExpireReaders(std::unique_lock<std::mutex>& l) {
   MXFS_ASSERT_HELD(mu_);
+  // Every background loop comes here between jobs: the calling thread's
+  // io_uring workers catch up with a share change they may have missed.
+  if (ThreadGroupShare::CallingThreadUnsettled()) {
+    l.unlock();
+    ThreadGroupShare::SettleCallingThread();
+    l.lock();
+  }
   if (!readers_.Expire()) return;
   l.unlock();
   UpdateBackgroundShares();

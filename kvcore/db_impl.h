@@ -127,8 +127,10 @@ class DBImpl final : public DB, private CompactionHost {
   // Sets flush_urgent_ from imms_ (mu_ held through l; released around the
   // system calls when the share changes).
   void UpdateFlushUrgency(std::unique_lock<std::mutex>& l);
-  // Turns readers_ off after a quiet window and restores the shares (mu_
-  // held through l; released around the system calls).
+  // Turns readers_ off after a quiet window and restores the shares, and
+  // settles the calling background thread's io_uring workers
+  // (ThreadGroupShare::SettleCallingThread) (mu_ held through l; released
+  // around the system calls).
   void ExpireReaders(std::unique_lock<std::mutex>& l);
   Status FlushOldestMemTable(std::unique_lock<std::mutex>& l);
   // Replaces read_view_ with mem_, imms_ and the current Version (mu_ held;

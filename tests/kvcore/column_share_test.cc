@@ -2,6 +2,9 @@
 // fill, and ThreadGroupShare moving threads between shares by tid.
 #include <catch2/catch.hpp>
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <liburing.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -9,6 +12,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -126,6 +131,79 @@ TEST_CASE("ThreadGroupShare: Set moves a member thread while it runs, Leave stop
   group.Set(BackgroundShare::kHigh);
   CHECK(SchedOf(tid).nice == 0);  // no longer a member
   stop = true;
+  member.join();
+}
+
+// The tid of an io_uring worker of owner (comm "iou-wrk-<owner>"), 0 if none.
+pid_t IoWorkerOf(pid_t owner) {
+  const std::string want = "iou-wrk-" + std::to_string(owner);
+  pid_t found = 0;
+  DIR* d = ::opendir("/proc/self/task");
+  REQUIRE(d != nullptr);
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char comm[32] = {};
+    FILE* f = std::fopen(("/proc/self/task/" + std::string(e->d_name) + "/comm").c_str(), "r");
+    if (f == nullptr) continue;
+    const bool ok = std::fgets(comm, sizeof(comm), f) != nullptr;
+    std::fclose(f);
+    if (ok && std::string(comm).rfind(want, 0) == 0 && (comm[want.size()] == '\n' || comm[want.size()] == 0)) {
+      found = std::atoi(e->d_name);
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
+TEST_CASE("ThreadGroupShare: a member settles an io_uring worker that Set missed") {
+  if (::geteuid() != 0) {
+    WARN("not root: nice 10 back to 0 is not checked");
+    return;
+  }
+  testing::TempDir dir;
+  ThreadGroupShare group;
+  std::atomic<pid_t> tid{0}, worker{0};
+  std::atomic<int> step{0};
+  std::thread member([&] {
+    group.Join();
+    tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    // A write forced to an io_uring worker: the kernel creates iou-wrk-<tid>.
+    io_uring ring;
+    REQUIRE(io_uring_queue_init(4, &ring, 0) == 0);
+    const int fd = ::open(dir.Sub("f").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    REQUIRE(fd >= 0);
+    char buf[4096] = {};
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+    io_uring_prep_write(sqe, fd, buf, sizeof(buf), 0);
+    sqe->flags |= IOSQE_ASYNC;
+    REQUIRE(io_uring_submit(&ring) == 1);
+    io_uring_cqe* cqe = nullptr;
+    REQUIRE(io_uring_wait_cqe(&ring, &cqe) == 0);
+    CHECK(cqe->res == static_cast<int>(sizeof(buf)));
+    io_uring_cqe_seen(&ring, cqe);
+    worker = IoWorkerOf(tid);
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+    ThreadGroupShare::SettleCallingThread();  // between jobs
+    step = 3;
+    while (step.load() != 4) std::this_thread::yield();
+    group.Leave();
+    io_uring_queue_exit(&ring);
+    ::close(fd);
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  REQUIRE(worker.load() != 0);
+  group.Set(BackgroundShare::kLow);
+  CHECK(SchedOf(tid).nice == 10);
+  CHECK(SchedOf(worker).nice == 10);  // found by Set's own look
+  // As if the worker had been created while Set ran: the owner's old share,
+  // and not in /proc when Set looked.
+  REQUIRE(::setpriority(PRIO_PROCESS, static_cast<id_t>(worker.load()), 0) == 0);
+  step = 2;
+  while (step.load() != 3) std::this_thread::yield();
+  CHECK(SchedOf(worker).nice == 10);
+  CHECK(SchedOf(tid).nice == 10);
+  step = 4;
   member.join();
 }
 
