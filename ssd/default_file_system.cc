@@ -101,17 +101,25 @@ class FileIo {
   // bytes around [off, off+n) in the first and last block are read back first
   // when rmw is set, zero-filled otherwise; the file may grow to the next
   // block boundary and the caller truncates it back.
+  //
+  // A buffered write goes through pwrite(2) whatever the backend, and so does
+  // Sync: a one-entry ring submission of either is handed by the kernel to an
+  // io_uring worker thread (ext4 has no non-blocking buffered write), which
+  // copies while the caller sleeps, then wakes it: two wake-ups and one more
+  // runnable thread per write for the same copy. Beside a writer on two cores
+  // those workers, scheduled late, slowed the compactions into container
+  // stalls (issue 16 session 7: the one-writer fill's stalls -60..-80%).
   Status WriteAt(int fd, const char* buf, size_t n, uint64_t off, bool rmw = true) const {
     if (direct_) return DirectWrite(fd, buf, n, off, rmw);
     IoOp op{IoOp::Kind::kWrite, false, fd, const_cast<char*>(buf), n, off};
-    RunOne(&op);
+    RunPlain(&op);
     if (op.err != 0) return Status::FromErrno(At("write", path_, off + op.done), op.err);
     return Status::OK();
   }
 
   Status Sync(int fd) const {
     IoOp op{IoOp::Kind::kFdatasync, false, fd, nullptr, 0, 0};
-    RunOne(&op);
+    RunPlain(&op);  // as a buffered write (WriteAt): no worker thread
     if (op.err != 0) return Status::FromErrno("fdatasync " + path_, op.err);
     return Status::OK();
   }

@@ -4,7 +4,10 @@
 // The default implementation (DefaultFileSystem) reads and writes through
 // io_uring, one ring per submitting thread, batching what it can; when
 // io_uring_queue_init fails (old kernel, seccomp, RLIMIT_MEMLOCK) or
-// FileOptions.use_io_uring is false it falls back to pread/pwrite. With
+// FileOptions.use_io_uring is false it falls back to pread/pwrite. Buffered
+// (not O_DIRECT) writes and syncs are plain pwrite/fdatasync on either
+// backend: through a ring the kernel hands them to a worker thread anyway
+// (two wake-ups and one more runnable thread per write for the same copy). With
 // FileOptions.direct_io files are opened O_DIRECT and I/O goes through
 // aligned (registered) buffers. A FaultInjectionFileSystem (see
 // fault_injection_fs.h) wraps any FileSystem for tests.
