@@ -22,7 +22,7 @@ constexpr int kIoprioWhoProcess = 1, kIoprioClassBe = 2, kIoprioClassIdle = 3, k
 void IoprioSet(pid_t tid, int value) { (void)::syscall(SYS_ioprio_set, kIoprioWhoProcess, tid, value); }
 
 // True if a thread of this process may go back from SCHED_IDLE to
-// SCHED_OTHER at nice 0 (sched(7): CAP_SYS_NICE or RLIMIT_NICE >= 20).
+// SCHED_BATCH at nice 0 (sched(7): CAP_SYS_NICE or RLIMIT_NICE >= 20).
 bool MayLeaveIdle() {
   if (::geteuid() == 0) return true;
   struct rlimit rl;
