@@ -172,21 +172,7 @@ namespace {
 thread_local uint64_t tl_last_write_us = 0;
 }  // namespace
 
-namespace {
-// The last NoteWrite of any thread, stored at most once a millisecond.
-std::atomic<uint64_t> g_last_write_us{0};
-}  // namespace
-
-void ReaderPresence::NoteWrite() {
-  const uint64_t now = NowMicros();
-  tl_last_write_us = now;
-  if (now - g_last_write_us.load(std::memory_order_relaxed) >= 1000) g_last_write_us.store(now, std::memory_order_relaxed);
-}
-
-bool ReaderPresence::WroteWithin(uint64_t micros) {
-  const uint64_t last = g_last_write_us.load(std::memory_order_relaxed);
-  return last != 0 && NowMicros() - last < micros + 1000;
-}
+void ReaderPresence::NoteWrite() { tl_last_write_us = NowMicros(); }
 
 bool ReaderPresence::NoteRead() {
   const uint64_t now = NowMicros();

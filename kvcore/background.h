@@ -131,10 +131,6 @@ class ReaderPresence {
 
   // The calling thread writes (DB::Write).
   static void NoteWrite();
-  // True if any thread of the process wrote (NoteWrite) in the last micros
-  // (to a millisecond; every DB of the process counts: a writer of another
-  // DB only makes the caller more careful).
-  static bool WroteWithin(uint64_t micros);
   // A read by the calling thread; true if it turned presence on (the caller
   // then lowers the background shares).
   bool NoteRead();

@@ -544,33 +544,6 @@ void DBImpl::ExpireReaders(std::unique_lock<std::mutex>& l) {
   l.lock();
 }
 
-// Nobody waits for the background's next job while only pure readers are
-// about: nice 10 still left a compaction thread 30-45% of the reader's CPU
-// on two cores (readrandom right after the fill, issue 16 session 7), so
-// the thread waits instead. A writer (queued, or one that wrote within the
-// quiet window), a manual compaction or Close ends the wait at once; the
-// cap keeps a thread that waits for the background while others read
-// (WaitForIdle) from waiting for ever.
-bool DBImpl::MayYieldToReaders() const {
-  MXFS_ASSERT_HELD(mu_);
-  return ctx_.options.background_yields_to_readers && readers_.active() && !shutting_down_ && bg_error_.ok() &&
-         writers_.empty() && manual_ == nullptr && exclusive_manual_ == 0 &&
-         !ReaderPresence::WroteWithin(ReaderPresence::kWriterQuietMicros);
-}
-
-void DBImpl::YieldToReaders(std::unique_lock<std::mutex>& l) {
-  MXFS_ASSERT_HELD(mu_);
-  if (!MayYieldToReaders()) return;
-  const uint64_t start = NowMicros();
-  uint64_t now = start;
-  while (now - start < kYieldMaxMicros && MayYieldToReaders()) {
-    bg_cv_.wait_for(l, std::chrono::milliseconds(20));
-    ExpireReaders(l);
-    now = NowMicros();
-  }
-  stats_.yield_us += now - start;
-}
-
 Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
   MXFS_ASSERT_HELD(mu_);
   std::shared_ptr<MemTable> imm = imms_.front();
@@ -633,16 +606,13 @@ void DBImpl::CompactThreadMain() {
     // drains while L1 spills into L2) unless their L1 inputs are busy; a
     // manual compaction runs alone, and no automatic one runs between its
     // steps.
-    auto ready = [this] {
-      return bg_error_.ok() && (manual_ != nullptr ? !l0_running_
-                                                   : exclusive_manual_ == 0 && l0_done_ != leveled_blocked_at_ &&
-                                                         versions_->NeedsCompaction());
-    };
-    bg_cv_.wait(l, [&] { return shutting_down_ || ready(); });
+    bg_cv_.wait(l, [this] {
+      return shutting_down_ ||
+             (bg_error_.ok() && (manual_ != nullptr ? !l0_running_
+                                                    : exclusive_manual_ == 0 && l0_done_ != leveled_blocked_at_ &&
+                                                          versions_->NeedsCompaction()));
+    });
     if (shutting_down_) break;
-    YieldToReaders(l);
-    if (shutting_down_) break;
-    if (!ready()) continue;
     leveled_running_ = true;
     Status s = BackgroundCompaction(l);
     leveled_running_ = false;
@@ -735,9 +705,6 @@ void DBImpl::Level0CompactThreadMain(Level0Compactor* lc) {
     bg_cv_.wait_for(l, std::chrono::milliseconds(50), [&] { return shutting_down_ || ready(); });
     if (shutting_down_) break;
     ExpireReaders(l);
-    if (!ready()) continue;
-    YieldToReaders(l);
-    if (shutting_down_) break;
     if (!ready()) continue;
     l0_running_ = true;
     bool blocked = false;

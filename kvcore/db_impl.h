@@ -132,14 +132,6 @@ class DBImpl final : public DB, private CompactionHost {
   // (ThreadGroupShare::SettleCallingThread) (mu_ held through l; released
   // around the system calls).
   void ExpireReaders(std::unique_lock<std::mutex>& l);
-  // Before a compaction job (column or leveled): while pure readers are
-  // active and nobody waits for background work (no write in the process
-  // for ReaderPresence::kWriterQuietMicros, no writer queued, no manual
-  // compaction, not closing), the calling thread waits, at most
-  // kYieldMaxMicros per job (mu_ held through l; released while it waits).
-  void YieldToReaders(std::unique_lock<std::mutex>& l);
-  bool MayYieldToReaders() const;
-  static constexpr uint64_t kYieldMaxMicros = 1000000;
   Status FlushOldestMemTable(std::unique_lock<std::mutex>& l);
   // Replaces read_view_ with mem_, imms_ and the current Version (mu_ held;
   // a no-op until Open has finished). Called after every change of any of

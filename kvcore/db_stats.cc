@@ -48,7 +48,6 @@ std::string StatsText(const DbStats& s, const StatsInputs& in) {
   r += "nvm.flush.bytes.written " + Num(s.nvm_flush_bytes) + "\n";
   in.level0.AppendTo(&r);
   r += "readers.active " + Num(uint64_t{in.readers_active}) + "\n";
-  r += "readers.yield.micros " + Num(s.yield_us) + "\n";
   r += "background.share " + in.background_share + "\n";
   r += "background.share.changes " + Num(in.background_share_changes) + "\n";
   uint64_t files = 0, bytes = 0, garbage = 0;

@@ -32,7 +32,6 @@ struct DbStats {
   uint64_t stall_slowdown_us = 0, stall_stop_us = 0, stall_memtable_us = 0, stall_container_us = 0;
   uint64_t stall_pacing_us = 0;
   uint64_t pacing_waits = 0;  // writes that waited for the pacing (each once)
-  uint64_t yield_us = 0;      // background threads' waits behind pure readers (DBImpl::YieldToReaders)
 
   uint64_t StallMicros() const {
     return stall_slowdown_us + stall_stop_us + stall_memtable_us + stall_container_us + stall_pacing_us;

@@ -232,41 +232,6 @@ TEST_CASE("ReaderPresence: on at a read of a thread that does not write, off aft
   CHECK(p.active());
 }
 
-TEST_CASE("ReaderPresence::WroteWithin: a write of any thread counts, for the window asked") {
-  std::thread([] { ReaderPresence::NoteWrite(); }).join();
-  CHECK(ReaderPresence::WroteWithin(ReaderPresence::kWriterQuietMicros));
-  CHECK(ReaderPresence::WroteWithin(60ull * 1000 * 1000));
-}
-
-TEST_CASE("YieldToReaders: the background finishes its work while a pure reader keeps reading") {
-  testing::TempDir dir;
-  Options o;
-  o.write_buffer_size = 64 << 10;
-  auto db = DB::Open(o, dir.path());
-  REQUIRE(db);
-  const std::string value(512, 'v');
-  for (int i = 0; i < 4000; i++) REQUIRE((*db)->Put(WriteOptions(), "key" + std::to_string(i), value).ok());
-  std::atomic<bool> stop{false};
-  std::thread reader([&] {
-    std::string v;
-    for (int i = 0; !stop.load(); i++) (void)(*db)->Get(ReadOptions(), "key" + std::to_string(i % 4000), &v);
-  });
-  // The compactions wait behind the reader at most a while each: this
-  // returns although the reader never stops.
-  CHECK((*db)->WaitForIdle().ok());
-  std::string stats;
-  REQUIRE((*db)->GetProperty("matrixkv.stats", &stats));
-  CHECK(stats.find("\nreaders.yield.micros ") != std::string::npos);
-  stop = true;
-  reader.join();
-  std::string v;
-  for (int i = 0; i < 4000; i++) {
-    REQUIRE((*db)->Get(ReadOptions(), "key" + std::to_string(i), &v).ok());
-    CHECK(v == value);
-  }
-  REQUIRE((*db)->Close().ok());
-}
-
 // Whether the "readers.active 1" line shows up while a thread that never
 // wrote reads: up to 100 Gets, the stats read after each (presence lasts a
 // window after a read, so a loaded machine needs a few tries, no timing).
