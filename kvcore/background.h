@@ -64,7 +64,8 @@ BackgroundShare StepBackFor(BackgroundShare want, bool readers_active);
 // of the system calls are ignored (the thread keeps its share). The io_uring
 // workers of a member (threads named iou-wrk-<member tid>, created by the
 // kernel with the member's share of that moment) are moved with it: they do
-// the member's buffered writes. A worker the kernel creates while Set runs
+// the member's ring I/O that cannot complete inline (buffered writes and
+// syncs skip the ring since cda8c7a, ssd/file_system.h). A worker the kernel creates while Set runs
 // can be missed: it copies its owner's share of before Set reached the
 // owner, and appears in /proc only after Set looked. The kernel creates a
 // member's workers only in that member's own context (its io_uring_enter
