@@ -134,7 +134,7 @@ void ThreadGroupShare::Leave() {
 
 bool ThreadGroupShare::CallingThreadUnsettled() {
   const ThreadGroupShare* g = tl_group;
-  return g != nullptr && g->changes_published_.load(std::memory_order_acquire) != tl_settled_changes;
+  return g != nullptr && g->changes_.load(std::memory_order_acquire) != tl_settled_changes;
 }
 
 void ThreadGroupShare::SettleCallingThread() {
@@ -153,9 +153,8 @@ void ThreadGroupShare::Set(BackgroundShare s) {
   std::lock_guard<std::mutex> l(mu_);
   if (s == share_) return;
   share_ = s;
-  changes_++;
+  changes_.fetch_add(1, std::memory_order_release);
   ApplyShare(tids_, s);
-  changes_published_.store(changes_, std::memory_order_release);
 }
 
 BackgroundShare ThreadGroupShare::share() const {

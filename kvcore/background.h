@@ -99,8 +99,8 @@ class ThreadGroupShare {
   mutable std::mutex mu_;
   std::vector<pid_t> tids_;  // mu_
   BackgroundShare share_ = BackgroundShare::kNormal;  // mu_
-  uint64_t changes_ = 0;     // mu_
-  std::atomic<uint64_t> changes_published_{0};  // changes_, readable without mu_
+  // Written under mu_; read without it by CallingThreadUnsettled.
+  std::atomic<uint64_t> changes_{0};
 };
 
 // ReaderPresence: whether threads that only read are active, so that the
