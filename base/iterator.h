@@ -34,6 +34,12 @@ class Iterator {
   virtual Slice key() const = 0;
   virtual Slice value() const = 0;
   virtual Status status() const = 0;
+  // True when value()'s bytes stay valid and unchanged for as long as the
+  // iterator lives, not only until the next move (rows of the matrix
+  // container: the bytes are in the pool's pages, which outlive the
+  // iterator's version). A compaction then hands them to a blob file's
+  // write without copying them first (BlobFileBuilder::Add).
+  virtual bool ValuePinned() const { return false; }
 
   // Runs fn when the iterator is destroyed (releases pins, cache handles...).
   void RegisterCleanup(std::function<void()> fn);

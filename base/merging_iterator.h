@@ -71,6 +71,7 @@ class MergingIterator final : public Iterator {
   }
   Slice key() const override { return current_->key(); }
   Slice value() const override { return current_->value(); }
+  bool ValuePinned() const override { return current_->ValuePinned(); }
   Status status() const override {
     for (const auto& c : children_) {
       Status s = c->status();

@@ -141,7 +141,9 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
   };
   // Writes value into the current blob file (opening one if needed) and sets
   // *index to the encoded blob index.
-  auto separate = [&](const Slice& user_key, const Slice& value, std::string* index) -> Status {
+  // pinned: value stays valid until the blob file is finished (a container
+  // row's bytes; the input iterator lives until Merge returns).
+  auto separate = [&](const Slice& user_key, const Slice& value, bool pinned, std::string* index) -> Status {
     if (blob.builder && blob.builder->FileSize() >= ctx_->options.blob_file_size) MXFS_RETURN_IF_ERROR(finish_blob());
     if (!blob.builder) {
       const uint64_t number = new_number(&result->blob_numbers);
@@ -155,7 +157,7 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
     BlobIndex bi;
     bi.file_number = blob.meta.number;
     bi.value_size = value.size();
-    MXFS_RETURN_IF_ERROR(blob.builder->Add(user_key, value, &bi.offset));
+    MXFS_RETURN_IF_ERROR(blob.builder->Add(user_key, value, &bi.offset, pinned));
     if (blob.builder->num_records() == 2) MXFS_KILL_POINT("kvcore.blob.mid_file");  // the file has no footer
     index->clear();
     bi.EncodeTo(index);
@@ -217,7 +219,7 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
     Slice out_ikey = key;
     uint64_t ref = 0;  // the blob file the output entry points into (0: none)
     if (ikey.type == kTypeValue && min_blob > 0 && value.size() >= min_blob) {
-      s = separate(ikey.user_key, value, &new_value);
+      s = separate(ikey.user_key, value, input->ValuePinned(), &new_value);
       if (!s.ok()) break;
       AppendInternalKey(&out_key, ikey.user_key, ikey.sequence, kTypeBlobIndex);
       out_ikey = out_key;
@@ -230,7 +232,7 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
       ref = bi.file_number;
       if (relocate.contains(bi.file_number)) {
         s = ctx_->blob_store->Read(ikey.user_key, bi, &moved);
-        if (s.ok()) s = separate(ikey.user_key, moved, &new_value);
+        if (s.ok()) s = separate(ikey.user_key, moved, false, &new_value);
         if (!s.ok()) break;
         count_garbage(ikey.user_key, bi);
         result->blob_bytes_relocated += moved.size();

@@ -212,6 +212,7 @@ class RowTableIterator final : public Iterator {
   void Prev() override { pos_ = pos_ > begin_ ? pos_ - 1 : end_; }
   Slice key() const override { return row_->Key(pos_); }
   Slice value() const override { return row_->Value(pos_); }
+  bool ValuePinned() const override { return true; }  // in the row's pages, immutable
   Status status() const override { return Status::OK(); }
   uint32_t index() const { return pos_; }
 

@@ -49,9 +49,21 @@ BlobFileBuilder::BlobFileBuilder(WritableFile* file) : file_(file) {
   PutFixed32(&buf_, kBlobFormatVersion);
   PutFixed32(&buf_, Checksum32(buf_.data(), 12));
   size_ = buf_.size();
+  AddOwned(0);
 }
 
-Status BlobFileBuilder::Add(const Slice& key, const Slice& value, uint64_t* offset) {
+void BlobFileBuilder::AddOwned(size_t start) {
+  const size_t n = buf_.size() - start;
+  if (n == 0) return;
+  if (!pieces_.empty() && pieces_.back().data == nullptr && pieces_.back().offset + pieces_.back().size == start) {
+    pieces_.back().size += n;  // right behind the previous owned piece
+  } else {
+    pieces_.push_back(Piece{nullptr, start, n});
+  }
+  pending_ += n;
+}
+
+Status BlobFileBuilder::Add(const Slice& key, const Slice& value, uint64_t* offset, bool pinned) {
   if (!status_.ok()) return status_;
   if (key.size() > UINT32_MAX || value.size() > UINT32_MAX) {
     return Status::InvalidArgument("blob record too large for " + file_->path());
@@ -62,20 +74,36 @@ Status BlobFileBuilder::Add(const Slice& key, const Slice& value, uint64_t* offs
   PutFixed32(&buf_, static_cast<uint32_t>(key.size()));
   PutFixed32(&buf_, static_cast<uint32_t>(value.size()));
   buf_.append(key.data(), key.size());
-  buf_.append(value.data(), value.size());
-  EncodeFixed32(buf_.data() + start, Checksum32(buf_.data() + start + 4, buf_.size() - start - 4));
+  uint32_t crc;
+  if (pinned) {
+    crc = Checksum32(buf_.data() + start + 4, buf_.size() - start - 4, value.data(), value.size());
+  } else {
+    buf_.append(value.data(), value.size());
+    crc = Checksum32(buf_.data() + start + 4, buf_.size() - start - 4);
+  }
+  EncodeFixed32(buf_.data() + start, crc);
+  AddOwned(start);
+  if (pinned && !value.empty()) {
+    pieces_.push_back(Piece{value.data(), 0, value.size()});
+    pending_ += value.size();
+  }
   const uint64_t n = BlobRecordSize(key.size(), value.size());
   size_ += n;
   records_++;
   record_bytes_ += n;
-  if (buf_.size() >= kDrainBytes) status_ = Drain();
+  if (pending_ >= kDrainBytes) status_ = Drain();
   return status_;
 }
 
 Status BlobFileBuilder::Drain() {
-  if (buf_.empty()) return Status::OK();
-  Status s = file_->Append(buf_);
+  if (pieces_.empty()) return Status::OK();
+  std::vector<Slice> parts;
+  parts.reserve(pieces_.size());
+  for (const Piece& p : pieces_) parts.emplace_back(p.data != nullptr ? p.data : buf_.data() + p.offset, p.size);
+  Status s = parts.size() == 1 ? file_->Append(parts[0]) : file_->AppendV(parts.data(), parts.size());
   buf_.clear();
+  pieces_.clear();
+  pending_ = 0;
   return s;
 }
 
@@ -86,6 +114,7 @@ Status BlobFileBuilder::Finish() {
   PutFixed64(&buf_, record_bytes_);
   PutFixed32(&buf_, Checksum32(buf_.data() + start, 16));
   PutFixed32(&buf_, kBlobFooterMagic);
+  AddOwned(start);
   size_ += kBlobFooterSize;
   status_ = Drain();
   if (status_.ok()) status_ = file_->Flush();

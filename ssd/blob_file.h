@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/slice.h"
 #include "base/status.h"
@@ -52,7 +53,13 @@ class BlobFileBuilder {
   BlobFileBuilder& operator=(const BlobFileBuilder&) = delete;
 
   // Appends one record; *offset is where the record (its header) starts.
-  [[nodiscard]] Status Add(const Slice& key, const Slice& value, uint64_t* offset);
+  // pinned: value's bytes stay valid and unchanged until Finish returns (a
+  // row of the matrix container, Iterator::ValuePinned); they are then not
+  // copied into the builder's buffer but handed to the file as they are, in
+  // one gathered write with the records around them (WritableFile::AppendV).
+  // Column compaction moves every 4 KiB value this way: one copy (the
+  // kernel's, into the page cache) instead of two.
+  [[nodiscard]] Status Add(const Slice& key, const Slice& value, uint64_t* offset, bool pinned = false);
   // Writes the footer and hands everything buffered to the file.
   [[nodiscard]] Status Finish();
 
@@ -63,8 +70,20 @@ class BlobFileBuilder {
  private:
   [[nodiscard]] Status Drain();
 
+  // Appends buf_[start, buf_.size()) to the pending pieces.
+  void AddOwned(size_t start);
+
   WritableFile* file_;
+  // Bytes not yet handed to the file, in file order: pieces of buf_ (the
+  // header, record headers and keys, unpinned values) and pinned values.
+  struct Piece {
+    const char* data;  // nullptr: buf_ from offset
+    size_t offset;
+    size_t size;
+  };
   std::string buf_;
+  std::vector<Piece> pieces_;
+  uint64_t pending_ = 0;  // bytes in pieces_
   uint64_t size_ = 0;  // bytes appended so far, buffered or not
   uint64_t records_ = 0;
   uint64_t record_bytes_ = 0;

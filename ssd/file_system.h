@@ -88,6 +88,13 @@ class WritableFile {
  public:
   virtual ~WritableFile() = default;
   virtual Status Append(const Slice& data) = 0;
+  // Appends parts[0..n) in order, as Append of each would; their bytes need
+  // stay valid only during the call. A buffered file writes them with one
+  // gathered write (pwritev) instead of copying them into its buffer first.
+  virtual Status AppendV(const Slice* parts, size_t n) {
+    for (size_t i = 0; i < n; i++) MXFS_RETURN_IF_ERROR(Append(parts[i]));
+    return Status::OK();
+  }
   // Hands buffered data to the kernel (no durability).
   virtual Status Flush() = 0;
   // Makes everything appended so far durable (fdatasync).

@@ -1,8 +1,12 @@
 #include "ssd/posix_io.h"
 
+#include <limits.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <vector>
 
 namespace mxfs {
 
@@ -33,6 +37,35 @@ int PosixWriteAt(int fd, const char* buf, size_t n, uint64_t off) {
     }
     if (r == 0 && ++zero_writes > 16) return EIO;  // a device that accepts nothing
     put += static_cast<size_t>(r);
+  }
+  return 0;
+}
+
+int PosixWriteAtV(int fd, const struct iovec* iov, size_t iovcnt, uint64_t off) {
+  std::vector<struct iovec> v(iov, iov + iovcnt);  // advanced past what was written
+  size_t i = 0;
+  int zero_writes = 0;
+  while (i < v.size()) {
+    if (v[i].iov_len == 0) {
+      i++;
+      continue;
+    }
+    const int cnt = static_cast<int>(std::min<size_t>(v.size() - i, IOV_MAX));
+    ssize_t r = ::pwritev(fd, v.data() + i, cnt, static_cast<off_t>(off));
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return errno;
+    }
+    if (r == 0 && ++zero_writes > 16) return EIO;  // a device that accepts nothing
+    off += static_cast<uint64_t>(r);
+    auto left = static_cast<size_t>(r);
+    while (left > 0 && i < v.size()) {
+      const size_t take = std::min(left, v[i].iov_len);
+      v[i].iov_base = static_cast<char*>(v[i].iov_base) + take;
+      v[i].iov_len -= take;
+      left -= take;
+      if (v[i].iov_len == 0) i++;
+    }
   }
   return 0;
 }

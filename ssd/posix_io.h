@@ -11,12 +11,17 @@
 #include <cstddef>
 #include <cstdint>
 
+struct iovec;
+
 namespace mxfs {
 
 // Reads up to n bytes at off into buf; *done < n only at end of file.
 int PosixReadAt(int fd, char* buf, size_t n, uint64_t off, size_t* done);
 // Writes all n bytes at off.
 int PosixWriteAt(int fd, const char* buf, size_t n, uint64_t off);
+// Writes all of iov[0..iovcnt) at off, in order (pwritev, IOV_MAX entries
+// at a time).
+int PosixWriteAtV(int fd, const struct iovec* iov, size_t iovcnt, uint64_t off);
 // fdatasync (datasync) or fsync.
 int PosixSync(int fd, bool datasync);
 

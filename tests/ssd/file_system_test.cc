@@ -95,6 +95,39 @@ TEST_CASE("FileSystem: appended data reads back after sync and close, on both ba
   }
 }
 
+TEST_CASE("FileSystem: AppendV writes its parts in order, buffered and O_DIRECT, beside Append") {
+  const bool direct = GENERATE(false, true);
+  INFO("direct " << direct);
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  Random rnd(3);
+  FileOptions fo;
+  fo.direct_io = direct;
+  const std::string path = dir.File("v");
+  std::string expect;
+  {
+    auto f = fs->NewWritableFile(path, fo);
+    REQUIRE(f.has_value());
+    REQUIRE((*f)->Append("head").ok());
+    expect += "head";
+    // Few small parts (into the buffer), then 3000 parts (more than IOV_MAX
+    // in one call: several gathered writes), some empty, some large.
+    for (size_t parts : {3u, 3000u, 2u}) {
+      std::vector<std::string> chunks;
+      for (size_t i = 0; i < parts; i++) chunks.push_back(RandomBytes(&rnd, i % 7 == 3 ? 0 : rnd.Uniform(i % 50 == 0 ? 70000 : 600)));
+      std::vector<Slice> slices(chunks.begin(), chunks.end());
+      REQUIRE((*f)->AppendV(slices.data(), slices.size()).ok());
+      for (const auto& c : chunks) expect += c;
+      CHECK((*f)->Size() == expect.size());
+      REQUIRE((*f)->Append("between").ok());
+      expect += "between";
+    }
+    REQUIRE((*f)->Sync().ok());
+    REQUIRE((*f)->Close().ok());
+  }
+  CHECK(ReadAll(fs.get(), path) == expect);
+}
+
 TEST_CASE("FileSystem: new files are 0644, random-rw files 0600, directories 0755") {
   ScratchDir dir;
   auto fs = NewDefaultFileSystem();
