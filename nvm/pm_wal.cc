@@ -7,6 +7,7 @@
 #include "base/coding.h"
 #include "base/hash.h"
 #include "nvm/kill_point.h"
+#include "nvm/stream_store.h"
 
 namespace mxfs {
 
@@ -207,7 +208,8 @@ Status PmWal::Append(uint64_t sequence, const Slice& payload) {
     pool_->Drain();
     KillPoint("wal.mid_append");
   }
-  Pool::Store(dst + kWalRecordHeaderSize, payload);
+  // The payload with non-temporal stores (read again only by recovery).
+  StreamStore(dst + kWalRecordHeaderSize, payload.data(), payload.size());
   pool_->Flush(std::span<const char>(dst, kWalRecordHeaderSize + payload.size()));
   pool_->Drain();
   MXFS_KILL_POINT("wal.before_tail");

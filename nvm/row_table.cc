@@ -7,6 +7,7 @@
 
 #include "base/coding.h"
 #include "base/hash.h"
+#include "nvm/stream_store.h"
 
 namespace mxfs {
 
@@ -374,7 +375,9 @@ Status RowTableBuilder::Write(char* area, const std::vector<PageRun>& where, con
     // An entry never crosses an extent end: one contiguous copy each.
     char* d = ext_addr[e] + (ko - ext_lo[e]);
     std::memcpy(d, key.data(), key.size());
-    std::memcpy(d + key.size(), value.data(), value.size());
+    // The value with non-temporal stores: column compaction reads it next,
+    // long after it has left the cache.
+    StreamStore(d + key.size(), value.data(), value.size());
     pos = ko + key.size() + value.size();
     while (j < pn && comparator_->Compare(prev->Key(j), key) < 0) j++;
     char* m = meta + uint64_t{i} * kRowMetaEntrySize;
