@@ -72,7 +72,7 @@ std::string InternalKeyToString(const Slice& internal_key);
 
 class InternalKeyComparator final : public Comparator {
  public:
-  explicit InternalKeyComparator(const Comparator* user) : user_(user) {}
+  explicit InternalKeyComparator(const Comparator* user) : user_(user), bytewise_(user == BytewiseComparator()) {}
   int Compare(const Slice& a, const Slice& b) const override;
   const char* Name() const override { return "mxfs.InternalKeyComparator"; }
   void FindShortestSeparator(std::string* start, const Slice& limit) const override;
@@ -81,6 +81,10 @@ class InternalKeyComparator final : public Comparator {
 
  private:
   const Comparator* user_;
+  // The user order is BytewiseComparator's: Compare compares the bytes
+  // inline (a table lookup's block searches compare about 20 keys; two
+  // virtual calls and a memcmp call per key were a tenth of a Get).
+  bool bytewise_;
 };
 
 // An owned internal key (file bounds in the version set).
