@@ -1,5 +1,7 @@
 #include "kvcore/arena.h"
 
+#include <sys/mman.h>
+
 #include <cstdint>
 
 namespace mxfs {
@@ -39,7 +41,39 @@ char* Arena::AllocateFallback(size_t bytes) {
   return result;
 }
 
+Arena::~Arena() {
+  for (void* c : chunks_) munmap(c, kChunkSize);
+}
+
+char* Arena::BlockFromChunk() {
+  if (chunk_remaining_ < kBlockSize) {
+    // Twice the size, then trim to a 2 MiB boundary: mmap promises only
+    // page alignment, and a huge page needs its 2 MiB aligned.
+    void* m = mmap(nullptr, 2 * kChunkSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    const uintptr_t start = reinterpret_cast<uintptr_t>(m);
+    const uintptr_t aligned = (start + kChunkSize - 1) & ~(uintptr_t{kChunkSize} - 1);
+    if (aligned > start) munmap(m, aligned - start);
+    if (aligned + kChunkSize < start + 2 * kChunkSize) {
+      munmap(reinterpret_cast<void*>(aligned + kChunkSize), start + 2 * kChunkSize - (aligned + kChunkSize));
+    }
+    void* chunk = reinterpret_cast<void*>(aligned);
+    madvise(chunk, kChunkSize, MADV_HUGEPAGE);  // advice only: 4 KiB pages if refused
+    chunks_.push_back(chunk);
+    chunk_ptr_ = static_cast<char*>(chunk);
+    chunk_remaining_ = kChunkSize;
+  }
+  char* block = chunk_ptr_;
+  chunk_ptr_ += kBlockSize;
+  chunk_remaining_ -= kBlockSize;
+  memory_usage_.fetch_add(kBlockSize + sizeof(char*), std::memory_order_relaxed);
+  return block;
+}
+
 char* Arena::AllocateNewBlock(size_t block_bytes) {
+  if (huge_chunks_ && block_bytes == kBlockSize) {
+    if (char* block = BlockFromChunk()) return block;
+  }
   // Not value-initialised: every byte handed out is written by its user
   // before it is read (a zeroed block cost a memset per block, and values
   // above kBlockSize / 4 get a block each: 3% of a 4 KiB fill).

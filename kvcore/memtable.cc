@@ -81,7 +81,7 @@ int MemTable::KeyComparator::operator()(const char* a, const char* b) const {
 }
 
 MemTable::MemTable(const InternalKeyComparator& cmp, size_t bloom_bytes)
-    : comparator_{cmp, cmp.user_comparator() == BytewiseComparator()}, table_(comparator_, &arena_) {
+    : comparator_{cmp, cmp.user_comparator() == BytewiseComparator()}, arena_(true), table_(comparator_, &arena_) {
   if (bloom_bytes >= 64 && comparator_.bytewise) {
     bloom_lines_ = bloom_bytes / 64;
     bloom_.reset(new std::atomic<uint64_t>[bloom_lines_ * 8]);  // zero: std::atomic value-initialises (C++20)

@@ -91,6 +91,12 @@ class SkipList {
   bool Equal(const Key& a, const Key& b) const { return compare_(a, b) == 0; }
   bool KeyIsAfterNode(const Key& key, Node* n) const { return n != nullptr && compare_(n->key, key) < 0; }
   Node* FindGreaterOrEqual(const Key& key, Node** prev) const;
+  // The cache lines of n's node and of the entry behind it (AllocateWithNode).
+  static void Prefetch(const Node* n) {
+    if (n == nullptr) return;
+    __builtin_prefetch(n, 0, 1);
+    __builtin_prefetch(reinterpret_cast<const char*>(n) + 64, 0, 1);
+  }
   Node* FindLessThan(const Key& key) const;
   Node* FindLast() const;
 
@@ -126,6 +132,13 @@ typename SkipList<Key, Cmp>::Node* SkipList<Key, Cmp>::FindGreaterOrEqual(const 
   Node* last_bigger = nullptr;
   while (true) {
     Node* next = x->Next(level);
+    if (next != last_bigger && next != nullptr) {
+      // The node after next on this level, while key is compared with
+      // next's: if the search moves right, its node and key are on their
+      // way (RocksDB's InlineSkipList does the same). Beside a writer the
+      // nodes are mostly out of the cache, a miss per node visited.
+      Prefetch(next->NoBarrierNext(level));
+    }
     if (next != last_bigger && KeyIsAfterNode(key, next)) {
       x = next;
     } else {

@@ -151,3 +151,32 @@ TEST_CASE("SkipList: keys stored behind their nodes (AllocateWithNode) iterate i
   CHECK_FALSE(it.Valid());
   CHECK(list.Contains(model.begin()->c_str()));
 }
+
+TEST_CASE("Arena: blocks carved from huge-page chunks keep their bytes and the block accounting") {
+  Arena arena(true);
+  CHECK(arena.MemoryUsage() == 0);
+  char* first = arena.Allocate(100);
+  // One 4 KiB block counted, not the 2 MiB chunk it came from.
+  CHECK(arena.MemoryUsage() < 8192);
+  std::memset(first, 0x5a, 100);
+  // Past a chunk (2 MiB) of small allocations, plus big ones (own blocks),
+  // each filled with its own byte and checked after all are made.
+  std::vector<std::pair<char*, size_t>> allocs;
+  Random rnd(23);
+  size_t total = 0;
+  for (int i = 0; total < (size_t{5} << 20); i++) {
+    const size_t n = rnd.OneIn(50) ? 3000 : 1 + rnd.Uniform(200);
+    char* p = i % 2 == 0 ? arena.Allocate(n) : arena.AllocateAligned(n);
+    if (i % 2 == 1) CHECK(reinterpret_cast<uintptr_t>(p) % alignof(std::max_align_t) == 0);
+    std::memset(p, static_cast<int>(allocs.size() & 0xff), n);
+    allocs.emplace_back(p, n);
+    total += n;
+  }
+  for (size_t i = 0; i < allocs.size(); i++) {
+    const auto [p, n] = allocs[i];
+    for (size_t j = 0; j < n; j += 37) REQUIRE(static_cast<unsigned char>(p[j]) == (i & 0xff));
+  }
+  for (int j = 0; j < 100; j++) REQUIRE(static_cast<unsigned char>(first[j]) == 0x5a);
+  CHECK(arena.MemoryUsage() >= total);
+  CHECK(arena.MemoryUsage() < total + total / 2);
+}
