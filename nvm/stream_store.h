@@ -11,10 +11,14 @@
 // later store (the WAL's tail word, the row's metadata and the version that
 // publishes it), as they would be with plain stores.
 //
+// Without SSE2 (a build for another architecture) it is a plain memcpy.
+//
 // Thread-safety: a pure function of its arguments.
 #pragma once
 
+#if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +31,10 @@ namespace mxfs {
 inline constexpr size_t kStreamStoreMin = 1024;
 
 inline void StreamStore(char* dst, const char* src, size_t n) {
+#if !defined(__SSE2__)
+  if (n > 0) std::memcpy(dst, src, n);
+  return;
+#else
   if (n < kStreamStoreMin) {
     if (n > 0) std::memcpy(dst, src, n);
     return;
@@ -51,6 +59,7 @@ inline void StreamStore(char* dst, const char* src, size_t n) {
   }
   if (n > 0) std::memcpy(dst, src, n);
   _mm_sfence();
+#endif
 }
 
 }  // namespace mxfs
