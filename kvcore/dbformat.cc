@@ -32,24 +32,10 @@ std::string InternalKeyToString(const Slice& internal_key) {
 
 namespace {
 
-// memcmp's order, 8 bytes at a time as big-endian words, then memcmp for
-// the tail; a shorter key sorts before its extensions.
+// memcmp's order; a shorter key sorts before its extensions.
 inline int CompareBytes(const char* a, size_t na, const char* b, size_t nb) {
-  size_t n = na < nb ? na : nb;
-  if constexpr (std::endian::native == std::endian::little) {
-    for (; n >= 8; a += 8, b += 8, n -= 8) {
-      uint64_t x, y;
-      std::memcpy(&x, a, 8);
-      std::memcpy(&y, b, 8);
-      if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : +1;
-      na -= 8;
-      nb -= 8;
-    }
-  }
-  if (n != 0) {
-    const int r = std::memcmp(a, b, n);
-    if (r != 0) return r;
-  }
+  const int r = CompareBytesInline(a, b, na < nb ? na : nb);
+  if (r != 0) return r;
   return na < nb ? -1 : (na > nb ? +1 : 0);
 }
 

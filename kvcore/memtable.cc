@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/coding.h"
+#include "base/comparator.h"
 #include "base/hash.h"
 
 namespace mxfs {
@@ -20,21 +21,6 @@ inline const char* DecodeLength(const char* p, uint32_t* len) {
     return p + 1;
   }
   return GetVarint32Ptr(p, p + 5, len);
-}
-
-// memcmp's order for short keys, inline: 8 bytes at a time as big-endian
-// words (a memtable search compares about 30 keys of 16-40 bytes; the call
-// to memcmp was half of each comparison).
-inline int CompareKeyBytes(const char* a, const char* b, size_t n) {
-  if constexpr (std::endian::native == std::endian::little) {
-    for (; n >= 8; a += 8, b += 8, n -= 8) {
-      uint64_t x, y;
-      std::memcpy(&x, a, 8);
-      std::memcpy(&y, b, 8);
-      if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : +1;
-    }
-  }
-  return n == 0 ? 0 : std::memcmp(a, b, n);
 }
 
 // The value of an entry whose value part starts at p (after the key).
@@ -72,7 +58,7 @@ int MemTable::KeyComparator::operator()(const char* a, const char* b) const {
     return comparator.Compare(Slice(pa, la), Slice(pb, lb));
   }
   const size_t ua = la - kInternalKeyTrailer, ub = lb - kInternalKeyTrailer;
-  int r = CompareKeyBytes(pa, pb, std::min(ua, ub));
+  int r = CompareBytesInline(pa, pb, std::min(ua, ub));
   if (r != 0) return r;
   if (ua != ub) return ua < ub ? -1 : +1;
   // Equal user keys: the higher sequence (and type) sorts first.
