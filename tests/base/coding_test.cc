@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <cstring>
+#include <random>
+#include <string>
+
 #include "base/coding.h"
 #include "base/comparator.h"
 #include "base/hash.h"
@@ -96,4 +100,22 @@ TEST_CASE("BytewiseComparator: separator and successor stay in range") {
   std::string k = "\xff\xff" "a";
   c->FindShortSuccessor(&k);
   CHECK(c->Compare(Slice(k), Slice("\xff\xff" "a")) >= 0);
+}
+
+TEST_CASE("Comparator: the inline byte compare has memcmp's sign for every length and byte") {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> len(0, 40), byte(0, 255), pos(0, 39);
+  for (int i = 0; i < 20000; i++) {
+    const size_t n = static_cast<size_t>(len(rng));
+    std::string a(n, '\0'), b;
+    for (char& c : a) c = static_cast<char>(byte(rng));
+    b = a;
+    // Equal, or different in one byte (high bytes too: memcmp compares unsigned).
+    if (n > 0 && i % 4 != 0) b[static_cast<size_t>(pos(rng)) % n] = static_cast<char>(byte(rng));
+    const int want = std::memcmp(a.data(), b.data(), n);
+    const int got = mxfs::CompareBytesInline(a.data(), b.data(), n);
+    INFO("length " << n << " case " << i);
+    REQUIRE((want < 0) == (got < 0));
+    REQUIRE((want > 0) == (got > 0));
+  }
 }
