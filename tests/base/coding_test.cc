@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <xxhash.h>
 
 #include <cstring>
 #include <random>
@@ -77,6 +78,20 @@ TEST_CASE("Checksum32: detects a single flipped bit") {
   data[1234] ^= 0x10;
   CHECK(Checksum32(Slice(data)) != c);
   CHECK(Checksum32("ab", 2, "cd", 2) == Checksum32("abcd", 4));
+}
+
+TEST_CASE("Checksum32: the low 32 bits of XXH3-64 at every length, whichever vector path hashes it") {
+  // The on-media format: a dispatched (AVX2/AVX-512) hash must equal the
+  // plain one, in one piece and in two at every split.
+  std::string data(9000, '\0');
+  for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<char>(i * 131 + (i >> 7));
+  for (size_t n : {0, 1, 16, 240, 241, 511, 512, 513, 1024, 4096, 4124, 8191, 9000}) {
+    const uint32_t want = static_cast<uint32_t>(XXH3_64bits(data.data(), n));
+    CHECK(Checksum32(data.data(), n) == want);
+    for (size_t split : {size_t{0}, n / 3, n / 2, n}) {
+      CHECK(Checksum32(data.data(), split, data.data() + split, n - split) == want);
+    }
+  }
 }
 
 TEST_CASE("Status: FromErrno keeps errno and maps the code") {
