@@ -34,6 +34,7 @@ Status Version::GetFromFile(const DbContext* ctx, const ReadOptions& options, co
   const Comparator* ucmp = ctx->icmp.user_comparator();
   Status corrupt;
   bool blob = false;
+  BlobIndex blob_index;
   Status s = ctx->table_cache->Get(options, f.number, f.file_size, key.internal_key(),
                                    [&](const Slice& k, const Slice& v) {
                                      ParsedInternalKey parsed;
@@ -46,13 +47,22 @@ Status Version::GetFromFile(const DbContext* ctx, const ReadOptions& options, co
                                      *found = true;
                                      *deleted = parsed.type == kTypeDeletion;
                                      blob = parsed.type == kTypeBlobIndex;
-                                     if (!*deleted) value->assign(v.data(), v.size());
+                                     if (blob) {
+                                       // Decoded from the block in place: no
+                                       // copy through *value, whose buffer
+                                       // the blob read then fills.
+                                       corrupt = blob_index.DecodeFrom(v);
+                                     } else if (!*deleted) {
+                                       value->assign(v.data(), v.size());
+                                     }
                                    });
-  if (!corrupt.ok()) return corrupt;
+  if (!corrupt.ok()) {
+    return blob ? corrupt.WithContext("reading the value of a key in " + TableFileName(ctx->dbname, f.number))
+                : corrupt;
+  }
   if (s.IsNotFound()) return Status::OK();
   if (s.ok() && blob) {
-    const std::string index = std::move(*value);
-    s = ctx->blob_store->Read(key.user_key(), index, value);
+    s = ctx->blob_store->Read(key.user_key(), blob_index, value);
     if (!s.ok()) s = s.WithContext("reading the value of a key in " + TableFileName(ctx->dbname, f.number));
   }
   return s;

@@ -137,41 +137,46 @@ Status BlobFileReader::Get(const Slice& key, uint64_t offset, uint64_t value_siz
   // record size around to a few bytes (and the reads below past the buffer).
   if (offset < kBlobHeaderSize || offset > file_size_ || key.size() > file_size_ || value_size > file_size_ ||
       BlobRecordSize(key.size(), value_size) > file_size_ - offset) {
+    value->clear();
     return Status::Corruption("blob index points outside " + file_->path() + " (offset " + std::to_string(offset) +
                               ", key " + std::to_string(key.size()) + " bytes, value " + std::to_string(value_size) +
                               " bytes, file size " + std::to_string(file_size_) + ")");
   }
   const uint64_t n = BlobRecordSize(key.size(), value_size);
-  // The whole record is read into the string that becomes *value (no
-  // scratch to allocate and copy out of): checked there, then the header
-  // and key are cut off the front. *value is left alone on failure.
+  // The whole record is read into *value's own buffer (a caller that reuses
+  // its string allocates nothing: no scratch to allocate, fill cold and
+  // free per read), checked there, then the header and key are cut off the
+  // front (a move of bytes just read, still in the cache). *value is empty
+  // on failure.
   Status s;
   Slice rec;
-  std::string out;
   // (As in ReadBlock: the callback's size argument is not used, g++ 12's
   // libstdc++ passes the new capacity there when the string grows.)
-  out.resize_and_overwrite(n, [&](char* buf, size_t) {
+  value->resize_and_overwrite(n, [&](char* buf, size_t) {
     s = file_->Read(offset, n, &rec, buf);
     if (!s.ok() || rec.size() != n) return size_t{0};  // never expose unwritten bytes
     if (rec.data() != buf) std::memcpy(buf, rec.data(), n);
     return static_cast<size_t>(n);
   });
-  if (!s.ok()) return s;
-  if (rec.size() != n) return Status::Corruption("blob record cut short in " + At(file_->path(), offset));
-  const char* r = out.data();
+  auto fail = [&](Status st) {
+    value->clear();
+    return st;
+  };
+  if (!s.ok()) return fail(std::move(s));
+  if (rec.size() != n) return fail(Status::Corruption("blob record cut short in " + At(file_->path(), offset)));
+  const char* r = value->data();
   const uint32_t key_len = DecodeFixed32(r + 4);
   const uint32_t value_len = DecodeFixed32(r + 8);
   if (key_len != key.size() || value_len != value_size) {
-    return Status::Corruption("blob record lengths do not match its index in " + At(file_->path(), offset));
+    return fail(Status::Corruption("blob record lengths do not match its index in " + At(file_->path(), offset)));
   }
   if (!RecordChecks(r, key_len, value_len)) {
-    return Status::Corruption("blob record checksum mismatch in " + At(file_->path(), offset));
+    return fail(Status::Corruption("blob record checksum mismatch in " + At(file_->path(), offset)));
   }
   if (std::memcmp(r + kBlobRecordHeaderSize, key.data(), key.size()) != 0) {
-    return Status::Corruption("blob record belongs to another key in " + At(file_->path(), offset));
+    return fail(Status::Corruption("blob record belongs to another key in " + At(file_->path(), offset)));
   }
-  out.erase(0, kBlobRecordHeaderSize + key_len);
-  value->swap(out);
+  value->erase(0, kBlobRecordHeaderSize + key_len);
   return Status::OK();
 }
 

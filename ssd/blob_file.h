@@ -98,8 +98,9 @@ class BlobFileReader {
                                                                     uint64_t file_size);
 
   // Reads the record at offset, checks its checksum and that it belongs to
-  // key and holds value_size bytes, and sets *value. Corruption names the
-  // file and the offset.
+  // key and holds value_size bytes, and sets *value (read into its own
+  // buffer: a reused string allocates nothing). Corruption names the file
+  // and the offset; *value is empty on any failure.
   [[nodiscard]] Status Get(const Slice& key, uint64_t offset, uint64_t value_size, std::string* value) const;
 
   uint64_t file_size() const { return file_size_; }
