@@ -30,6 +30,9 @@ constexpr size_t kMaxOpenBlobFiles = 256;  // 32 GiB of 128 MiB blob files
 constexpr size_t kMaxRecentCompactions = 32;
 // Groups one leader writes before it hands over to the next writer.
 constexpr int kMaxGroupsLed = 8;
+// A DB whose memtables have not switched for this long releases the chunks
+// its chunk pool keeps (FlushThreadMain).
+constexpr std::chrono::seconds kChunkPoolIdle{2};
 
 }  // namespace
 
@@ -71,7 +74,15 @@ Result<std::unique_ptr<DB>> DB::Open(const Options& options, const std::string& 
   return std::unique_ptr<DB>(std::move(db));
 }
 
-DBImpl::DBImpl(const Options& options, const std::string& dbname) : ctx_(BytewiseComparator()) {
+DBImpl::DBImpl(const Options& options, const std::string& dbname)
+    : ctx_(BytewiseComparator()),
+      // The memtables' bound (a write buffer's worth of values and nodes
+      // each, plus the unused rest of the last chunk of each arena); one
+      // memtable's worth made ready ahead.
+      chunk_pool_(std::make_shared<ChunkPool>(
+          static_cast<size_t>(std::max(options.max_write_buffer_number, 1)) *
+              (options.write_buffer_size + 2 * ChunkPool::kChunkSize),
+          options.write_buffer_size + 2 * ChunkPool::kChunkSize)) {
   ctx_.dbname = dbname;
   while (ctx_.dbname.size() > 1 && ctx_.dbname.back() == '/') ctx_.dbname.pop_back();
   ctx_.options = options;
@@ -483,9 +494,25 @@ void DBImpl::FlushThreadMain() {
   SetThreadName("mxfs-flush");
   flush_share_.Join();
   std::unique_lock<std::mutex> l(mu_);
+  bool keeping = false;  // the chunk pool may keep chunks (a flush ran since the last release)
   while (true) {
-    bg_cv_.wait(l, [this] { return shutting_down_ || (!imms_.empty() && bg_error_.ok()); });
+    auto work = [this] { return shutting_down_ || (!imms_.empty() && bg_error_.ok()); };
+    if (keeping) {
+      // No memtable switch for a while: the writes have paused, so the
+      // kept chunks go back to the kernel (an idle DB holds no memtable
+      // memory beyond its active memtable's, as with the heap before).
+      if (!bg_cv_.wait_for(l, kChunkPoolIdle, work)) {
+        keeping = false;
+        l.unlock();
+        chunk_pool_->Release();
+        l.lock();
+        continue;
+      }
+    } else {
+      bg_cv_.wait(l, work);
+    }
     if (shutting_down_) break;
+    keeping = true;
     UpdateFlushUrgency(l);
     flushing_ = true;
     Status s = FlushOldestMemTable(l);
@@ -493,6 +520,14 @@ void DBImpl::FlushThreadMain() {
     if (!s.ok() && !shutting_down_) RecordBackgroundError(s, "flush");
     bg_cv_.notify_all();
     UpdateFlushUrgency(l);
+    // The flushed memtable's chunks are back in the pool, unless a reader
+    // still holds it: then the next memtable's are faulted in here rather
+    // than by the writer. (Not at open: a DB that is never written takes no
+    // memory for memtables; the first two memtables are faulted in by the
+    // writer.)
+    l.unlock();
+    chunk_pool_->Fill();
+    l.lock();
     ExpireReaders(l);
   }
   flush_share_.Leave();
@@ -500,7 +535,7 @@ void DBImpl::FlushThreadMain() {
 
 std::shared_ptr<MemTable> DBImpl::NewMemTable() const {
   const double bytes = ctx_.options.memtable_bloom_size_ratio * static_cast<double>(ctx_.options.write_buffer_size);
-  return std::make_shared<MemTable>(ctx_.icmp, static_cast<size_t>(bytes));
+  return std::make_shared<MemTable>(ctx_.icmp, static_cast<size_t>(bytes), chunk_pool_);
 }
 
 void DBImpl::UpdateBackgroundShares() {

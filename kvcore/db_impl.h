@@ -175,6 +175,9 @@ class DBImpl final : public DB, private CompactionHost {
   std::condition_variable bg_cv_;  // background progress, errors, shutdown
   std::unique_ptr<VersionSet> versions_;
   std::unique_ptr<CompactionRunner> runner_;
+  // The memtables' arena chunks, reused from one memtable to the next
+  // (arena.h): one write buffer's worth.
+  const std::shared_ptr<ChunkPool> chunk_pool_;
   std::shared_ptr<MemTable> mem_;
   std::deque<std::shared_ptr<MemTable>> imms_;  // oldest first
   std::unique_ptr<WalWriter> log_;              // used by the leader outside mu_

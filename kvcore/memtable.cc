@@ -66,8 +66,11 @@ int MemTable::KeyComparator::operator()(const char* a, const char* b) const {
   return ta > tb ? -1 : (ta < tb ? +1 : 0);
 }
 
-MemTable::MemTable(const InternalKeyComparator& cmp, size_t bloom_bytes)
-    : comparator_{cmp, cmp.user_comparator() == BytewiseComparator()}, arena_(true), table_(comparator_, &arena_) {
+MemTable::MemTable(const InternalKeyComparator& cmp, size_t bloom_bytes, std::shared_ptr<ChunkPool> chunks)
+    : comparator_{cmp, cmp.user_comparator() == BytewiseComparator()},
+      arena_(true, chunks),
+      value_arena_(chunks != nullptr, chunks),
+      table_(comparator_, &arena_) {
   if (bloom_bytes >= 64 && comparator_.bytewise) {
     bloom_lines_ = bloom_bytes / 64;
     bloom_.reset(new std::atomic<uint64_t>[bloom_lines_ * 8]);  // zero: std::atomic value-initialises (C++20)

@@ -36,7 +36,11 @@ namespace mxfs {
 // so a reader that may see the entry sees its bits.
 class MemTable : public std::enable_shared_from_this<MemTable> {
  public:
-  explicit MemTable(const InternalKeyComparator& cmp, size_t bloom_bytes = 0);
+  // chunks: where the arenas' 2 MiB chunks come from and go back to (values
+  // then live in chunks too; arena.h); nullptr: fresh chunks for the nodes,
+  // a heap block per long value.
+  explicit MemTable(const InternalKeyComparator& cmp, size_t bloom_bytes = 0,
+                    std::shared_ptr<ChunkPool> chunks = nullptr);
   MemTable(const MemTable&) = delete;
   MemTable& operator=(const MemTable&) = delete;
 

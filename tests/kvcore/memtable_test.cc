@@ -78,8 +78,13 @@ TEST_CASE("MemTable: iterator yields internal keys in comparator order") {
 
 TEST_CASE("MemTable: values of every size come back from Get and the iterator, inline or apart") {
   // Values above 256 bytes live apart from their keys; both kinds, and the
-  // sizes around the limit and the varint length boundaries.
-  auto mem = NewMem();
+  // sizes around the limit and the varint length boundaries. With a chunk
+  // pool the values apart are carved out of 2 MiB chunks (up to 256 KiB)
+  // instead of heap blocks of their own.
+  const bool pooled = GENERATE(false, true);
+  INFO((pooled ? "with" : "without") << " a chunk pool");
+  auto pool = pooled ? std::make_shared<ChunkPool>(size_t{64} << 20, size_t{4} << 20) : nullptr;
+  auto mem = std::make_shared<MemTable>(InternalKeyComparator(BytewiseComparator()), 0, pool);
   const std::vector<size_t> sizes = {0, 1, 63, 64, 127, 128, 255, 256, 257, 1000, 4096, 70000, 300000};
   auto value_of = [](size_t i, size_t n) {
     std::string v(n, '\0');
@@ -179,4 +184,56 @@ TEST_CASE("MemTable with a bloom: a reader beside the writer finds every key who
   }
   writer.join();
   CHECK(misses == 0);
+}
+
+TEST_CASE("ChunkPool: chunks are reused from one memtable to the next, within the bound") {
+  constexpr size_t kChunk = ChunkPool::kChunkSize;
+  auto pool = std::make_shared<ChunkPool>(8 * kChunk, 3 * kChunk);
+  pool->Fill();
+  CHECK(pool->kept_bytes() == 3 * kChunk);
+  CHECK(pool->used_bytes() == 0);
+  // A memtable of 4 KiB values: 512 of them fill a chunk exactly (the node
+  // arena takes one chunk of its own).
+  const std::string value(4096, 'v');
+  auto fill = [&](const std::shared_ptr<MemTable>& mem, int first, int n) {
+    for (int i = first; i < first + n; i++) mem->Add(i + 1, kTypeValue, "key" + std::to_string(i), value);
+  };
+  auto a = std::make_shared<MemTable>(InternalKeyComparator(BytewiseComparator()), 0, pool);
+  fill(a, 0, 2000);  // 4 value chunks and a node chunk
+  CHECK(pool->used_bytes() == 5 * kChunk);
+  CHECK(pool->kept_bytes() == 0);  // the 3 filled ones were taken first
+  auto b = std::make_shared<MemTable>(InternalKeyComparator(BytewiseComparator()), 0, pool);
+  fill(b, 2000, 1000);  // 2 value chunks and a node chunk: 8 in use, the bound
+  CHECK(pool->used_bytes() == 8 * kChunk);
+  // Every value is intact in both.
+  bool found;
+  Status s;
+  for (int i = 0; i < 3000; i += 97) {
+    MemTable& m = i < 2000 ? *a : *b;
+    CHECK(GetAt(m, "key" + std::to_string(i), 100000, &found, &s) == value);
+    CHECK(found);
+  }
+  a.reset();  // its 5 chunks are kept: 3 in use + 5 kept = the bound
+  CHECK(pool->used_bytes() == 3 * kChunk);
+  CHECK(pool->kept_bytes() == 5 * kChunk);
+  auto c = std::make_shared<MemTable>(InternalKeyComparator(BytewiseComparator()), 0, pool);
+  fill(c, 3000, 600);  // 2 value chunks and a node chunk, all kept ones
+  CHECK(pool->used_bytes() == 6 * kChunk);
+  CHECK(pool->kept_bytes() == 2 * kChunk);
+  for (int i = 3000; i < 3600; i += 53) {
+    CHECK(GetAt(*c, "key" + std::to_string(i), 100000, &found, &s) == value);
+    CHECK(found);
+  }
+  pool->Fill();  // at the bound already: maps nothing
+  CHECK(pool->kept_bytes() == 2 * kChunk);
+  b.reset();
+  c.reset();
+  CHECK(pool->used_bytes() == 0);
+  CHECK(pool->kept_bytes() == 8 * kChunk);  // never more than the bound
+  pool->Release();
+  CHECK(pool->kept_bytes() == 0);
+  auto d = std::make_shared<MemTable>(InternalKeyComparator(BytewiseComparator()), 0, pool);
+  fill(d, 0, 10);  // fresh chunks again
+  CHECK(pool->used_bytes() == 2 * kChunk);
+  CHECK(GetAt(*d, "key7", 100000, &found, &s) == value);
 }
