@@ -138,7 +138,11 @@
 #                                 (MatrixKV: column compactions), the
 #                                 slowest second after warm-up against the
 #                                 median second, and, unless --reads 0,
-#                                 readrandom after the load on (a) and (b).
+#                                 readrandom after the load on (a) and (b),
+#                                 with the state (a)'s reads began from:
+#                                 container rows, immutable memtables and
+#                                 level files at the end of its fill, and
+#                                 the write groups its open replayed.
 #   --rocksdb_blob                with --three_way only, informational: a
 #                                 fourth fillrandom, (d) db_bench all on disk
 #                                 with RocksDB's integrated BlobDB
@@ -424,6 +428,16 @@ rocks_wa() {
 }
 rocks_stall() { awk '$1 == "rocksdb.stall.micros" && $2 == "COUNT" { printf "%.3f", $4 / 1e6; exit }' "$1"; }
 kv_wa() { sed -nE 's/^Write amplification: ([0-9.]+|n\/a).*/\1/p' "$1" | head -1; }
+# kv_read_start FILL_LOG READ_LOG: what a read after the fill starts from
+# (the fill's closing stats; the open's WAL replay, i.e. the memtable the
+# reads search until its flush).
+kv_read_start() {
+  local replay
+  replay=$(cat "$2" "$2.stderr" 2>/dev/null | sed -nE 's/.*replayed ([0-9]+) write groups.*/\1/p' | head -1)
+  awk -v replay="${replay:-0}" '$1 == "rows" && r == "" { r = $2 } $1 == "memtables.immutable" { m = $2 }
+    $1 == "levels" && $2 == "files[" { l = "L0 " $3 ", L1 " $4 ", L2 " $5 }
+    END { printf "container rows %s, immutable memtables %s, files %s, WAL write groups replayed %s", r, m, l, replay }' "$1"
+}
 kv_stall() { sed -nE 's/^Stall time: ([0-9.]+) seconds.*/\1/p' "$1" | head -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2fx", a / b; else print "-" }'; }
 
@@ -574,6 +588,7 @@ GP
       "$(blob result_field "$logs/db_bench_blob_read.log" readrandom 2)"
     trow "readrandom found" "$(found "$logs/kvbench_pool_read.log")" \
       "$(found "$logs/db_bench_disk_read.log")" "" "$(blob found "$logs/db_bench_blob_read.log")"
+    trow "MatrixKV's tree when its reads began" "$(kv_read_start "$logs/kvbench_pool_fill.log" "$logs/kvbench_pool_read.log")" "" "" ""
   fi
   echo
   if [ "$rocksdb_blob" = 1 ]; then
