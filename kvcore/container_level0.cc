@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "base/lock_check.h"
-#include "base/merging_iterator.h"
 #include "kvcore/background.h"
 #include "kvcore/column_compaction.h"
 #include "kvcore/container_pacer.h"
@@ -119,19 +118,7 @@ class ContainerLevel0 final : public Level0 {
       // and the container's keys still come before the levels' (the merge
       // sits where its first row did).
       if (cv->rows().empty()) return;
-      std::vector<std::unique_ptr<RowTableIterator>> rows;
-      rows.reserve(cv->rows().size());
-      for (const RowRef& r : cv->rows()) {
-        rows.push_back(std::make_unique<RowTableIterator>(r.table.get(), r.start, r.table->num_entries()));
-      }
-      const ContainerVersion* vp = cv.get();
-      auto seek = [vp](const Slice& target, std::vector<std::unique_ptr<RowTableIterator>>& children) {
-        const std::vector<uint32_t> pos = vp->Locate(target);
-        for (size_t i = 0; i < children.size(); i++) children[i]->SeekToIndex(pos[i]);
-      };
-      auto it = std::make_unique<MergingIterator<RowTableIterator>>(&ctx_->icmp, std::move(rows), seek);
-      it->RegisterCleanup([cv] {});
-      iters->push_back(std::move(it));
+      iters->push_back(ContainerVersion::NewMergedIterator(cv, &ctx_->icmp));
       return;
     }
     for (const RowRef& r : cv->rows()) {

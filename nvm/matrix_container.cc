@@ -547,9 +547,10 @@ Result<uint64_t> MatrixContainer::AddRow(Iterator* it, const std::function<uint6
   return id;
 }
 
-std::unique_ptr<Iterator> MatrixContainer::NewIterator() const {
-  auto v = Current();
+std::unique_ptr<Iterator> ContainerVersion::NewMergedIterator(std::shared_ptr<const ContainerVersion> v,
+                                                               const Comparator* cmp) {
   std::vector<std::unique_ptr<RowTableIterator>> children;
+  children.reserve(v->rows_.size());
   for (const RowRef& r : v->rows_) {
     children.push_back(std::make_unique<RowTableIterator>(r.table.get(), r.start, r.table->num_entries()));
   }
@@ -559,9 +560,14 @@ std::unique_ptr<Iterator> MatrixContainer::NewIterator() const {
     const std::vector<uint32_t> pos = vp->Locate(target);
     for (size_t i = 0; i < rows.size(); i++) rows[i]->SeekToIndex(pos[i]);
   };
-  auto it = std::make_unique<MergingIterator<RowTableIterator>>(options_.comparator, std::move(children), seek);
+  auto it = std::make_unique<MergingIterator<RowTableIterator>>(cmp, std::move(children), seek);
   it->RegisterCleanup([v]() {});
   return it;
+}
+
+std::unique_ptr<Iterator> MatrixContainer::NewIterator() const {
+  auto v = Current();
+  return ContainerVersion::NewMergedIterator(v.shared(), options_.comparator);
 }
 
 std::vector<std::unique_ptr<Iterator>> MatrixContainer::NewRowIterators() const {

@@ -148,6 +148,10 @@ class ContainerVersion {
   void Get(const Slice& target, Found&& found) const;
   // For every row, the index of the first live entry >= target (hinted).
   std::vector<uint32_t> Locate(const Slice& target) const;
+  // All of v's rows merged into one iterator in cmp's order (ties newest
+  // row first), whose Seek places every row at once with Locate's hints;
+  // the iterator keeps v alive.
+  static std::unique_ptr<Iterator> NewMergedIterator(std::shared_ptr<const ContainerVersion> v, const Comparator* cmp);
 
  private:
   friend class MatrixContainer;
