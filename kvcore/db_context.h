@@ -28,6 +28,7 @@ struct DbContext {
   InternalKeyComparator icmp;
   FileOptions file_options;                  // for tables
   std::unique_ptr<BlockCache> block_cache;   // nullptr when block_cache_size is 0
+  std::unique_ptr<PinnedBlockBudget> pinned_blob_index;  // nullptr when pinned_blob_index_bytes is 0
   TableOptions table_options;                // comparator = &icmp, filter on user keys
   TableCache* table_cache = nullptr;
   BlobStore* blob_store = nullptr;           // resolves kTypeBlobIndex values

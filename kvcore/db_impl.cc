@@ -85,6 +85,15 @@ DBImpl::DBImpl(const Options& options, const std::string& dbname)
   ctx_.table_options.bloom_bits_per_key = options.bloom_bits_per_key;
   ctx_.table_options.filter_key = InternalFilterKey;
   ctx_.table_options.block_cache = ctx_.block_cache.get();
+  if (options.pinned_blob_index_bytes > 0) {
+    ctx_.pinned_blob_index = std::make_unique<PinnedBlockBudget>(options.pinned_blob_index_bytes);
+    ctx_.table_options.pin_budget = ctx_.pinned_blob_index.get();
+    ctx_.table_options.pin_entry = [](const Slice& key, const Slice&) {
+      if (key.size() < kInternalKeyTrailer) return false;
+      const auto type = static_cast<ValueType>(ExtractTrailer(key) & 0xff);
+      return type == kTypeBlobIndex || type == kTypeDeletion;
+    };
+  }
   ctx_.table_options.verify_checksums = true;
   table_cache_ = std::make_unique<TableCache>(&ctx_, kMaxOpenTables);
   ctx_.table_cache = table_cache_.get();
@@ -687,6 +696,7 @@ bool DBImpl::GetProperty(std::string_view name, std::string* value) {
     in.level_summary = versions_->LevelSummary();
     in.immutables = imms_.size();
     in.block_cache = ctx_.block_cache.get();
+    in.pinned_blob_index = ctx_.pinned_blob_index.get();
     in.background_error = bg_error_.ok() ? std::string("none") : bg_error_where_ + ": " + bg_error_.ToString();
     in.background_share = BackgroundShareName(flush_share_.share());
     in.background_share_changes = flush_share_.changes();

@@ -4,6 +4,7 @@
 
 #include "kvcore/version_set.h"
 #include "ssd/block_cache.h"
+#include "ssd/table.h"
 
 namespace mxfs {
 
@@ -71,6 +72,9 @@ std::string StatsText(const DbStats& s, const StatsInputs& in) {
     r += "block.cache.hits " + Num(in.block_cache->Hits()) + "\n";
     r += "block.cache.misses " + Num(in.block_cache->Misses()) + "\n";
     r += "block.cache.usage " + Num(static_cast<uint64_t>(in.block_cache->Usage())) + "\n";
+  }
+  if (in.pinned_blob_index) {
+    r += "table.pinned.bytes " + Num(static_cast<uint64_t>(in.pinned_blob_index->Used())) + "\n";
   }
   r += "background.error " + in.background_error + "\n";
   return r;

@@ -19,6 +19,7 @@
 namespace mxfs {
 
 class BlockCache;
+class PinnedBlockBudget;
 class Version;
 
 struct DbStats {
@@ -53,6 +54,7 @@ struct StatsInputs {
   std::string level_summary;  // VersionSet::LevelSummary
   uint64_t immutables = 0;    // memtables waiting for a flush
   const BlockCache* block_cache = nullptr;
+  const PinnedBlockBudget* pinned_blob_index = nullptr;
   std::string background_error;  // "none" or "<where>: <status>"
   // The flush and leveled compaction threads' share (low while pure
   // readers are active: background.h, ReaderPresence) and its changes.

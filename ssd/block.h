@@ -80,6 +80,10 @@ class Block::Iter final : public Iterator {
   Status status() const override { return status_; }
   Slice key() const override { return Slice(key_); }
   Slice value() const override { return value_; }
+  // The last restart point at or before the current entry (Valid() only):
+  // in a block with a restart at every entry (a table's index block), the
+  // entry's ordinal.
+  uint32_t restart_index() const { return restart_index_; }
 
   void Next() override { ParseNextKey(); }
 
@@ -190,7 +194,7 @@ class Block::Iter final : public Iterator {
     key_.resize(shared);
     key_.append(p, non_shared);
     value_ = Slice(p + non_shared, value_len);
-    while (restart_index_ + 1 < num_restarts_ && RestartPoint(restart_index_ + 1) < current_) restart_index_++;
+    while (restart_index_ + 1 < num_restarts_ && RestartPoint(restart_index_ + 1) <= current_) restart_index_++;
     return true;
   }
 

@@ -11,7 +11,23 @@
 
 namespace mxfs {
 
+bool PinnedBlockBudget::TryCharge(size_t n) {
+  size_t used = used_.load(std::memory_order_relaxed);
+  do {
+    if (n > limit_ || used > limit_ - n) return false;
+  } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
+  return true;
+}
+
 namespace table_internal {
+
+// A data block's ordinal when the caller does not know it: the table's
+// kept blocks are neither used nor filled.
+inline constexpr uint32_t kNoOrdinal = UINT32_MAX;
+
+// What a kept block is charged beyond its contents (the Block object and
+// its shared_ptr control block).
+inline constexpr size_t kPinnedBlockOverhead = 96;
 
 // Everything an open table holds; Table::Rep is this type, named here so
 // the iterator (not a member of Table) can use it.
@@ -32,22 +48,78 @@ struct TableRep {
     return path() + ": " + what + " at offset " + std::to_string(offset);
   }
 
-  Result<std::shared_ptr<const Block>> ReadDataBlock(const BlockHandle& h, bool fill_cache, bool verify) const {
+  // Kept data blocks (TableOptions::pin_entry), one slot per data block by
+  // its ordinal in the index: nullptr (not decided yet), NotKept() (a block
+  // that is not kept), or the block, owned by kept_owner from then on. A
+  // slot changes once, from nullptr, by compare-and-swap.
+  std::unique_ptr<std::atomic<const Block*>[]> kept;
+  std::unique_ptr<std::shared_ptr<const Block>[]> kept_owner;
+  uint32_t kept_slots = 0;
+  mutable std::atomic<size_t> kept_bytes{0};
+
+  static const Block* NotKept() {
+    static const char tag = 0;
+    return reinterpret_cast<const Block*>(&tag);
+  }
+
+  ~TableRep() {
+    if (options.pin_budget != nullptr) options.pin_budget->Release(kept_bytes.load(std::memory_order_relaxed));
+  }
+
+  // The data block at h, the ordinal-th of the table (kNoOrdinal: unknown).
+  Result<std::shared_ptr<const Block>> ReadDataBlock(const BlockHandle& h, uint32_t ordinal, bool fill_cache,
+                                                     bool verify) const {
+    std::atomic<const Block*>* slot = ordinal < kept_slots ? &kept[ordinal] : nullptr;
+    if (slot != nullptr) {
+      const Block* b = slot->load(std::memory_order_acquire);
+      // The table owns a kept block: a pointer to it that owns nothing.
+      if (b != nullptr && b != NotKept()) return std::shared_ptr<const Block>(std::shared_ptr<const Block>(), b);
+      if (b == NotKept() || !fill_cache) slot = nullptr;
+    }
     BlockCache* cache = options.block_cache;
     if (cache != nullptr) {
-      if (auto hit = cache->Lookup(cache_id, h.offset)) return hit;
+      if (auto hit = cache->Lookup(cache_id, h.offset)) {
+        if (slot != nullptr) Keep(slot, ordinal, hit);
+        return hit;
+      }
     }
     std::string contents;
     Status s = ReadBlock(*file, h, BlockType::kData, limit, verify, &contents);
     if (!s.ok()) return Err(std::move(s));
     auto block = Block::Parse(std::move(contents));
     if (!block) return Err(block.error().WithContext(Where("data block", h.offset)));
+    if (slot != nullptr && Keep(slot, ordinal, *block)) return block;
     if (cache != nullptr && fill_cache) cache->Insert(cache_id, h.offset, *block, (*block)->size());
     return block;
   }
 
-  std::unique_ptr<Iterator> NewIndexIterator() const {
-    return Block::NewIterator(index_block, options.comparator);
+  // Decides an undecided slot for block: kept if every entry passes
+  // pin_entry and the budget has room, else NotKept(). True if kept.
+  bool Keep(std::atomic<const Block*>* slot, uint32_t ordinal, const std::shared_ptr<const Block>& block) const {
+    bool pointers_only = true;
+    Block::Iter it(block.get(), options.comparator);
+    for (it.SeekToFirst(); it.Valid(); it.Next()) {
+      if (!options.pin_entry(it.key(), it.value())) {
+        pointers_only = false;
+        break;
+      }
+    }
+    const size_t charge = block->size() + kPinnedBlockOverhead;
+    const bool keep = pointers_only && it.status().ok() && options.pin_budget->TryCharge(charge);
+    const Block* expected = nullptr;
+    if (!slot->compare_exchange_strong(expected, keep ? block.get() : NotKept(), std::memory_order_acq_rel)) {
+      if (keep) options.pin_budget->Release(charge);  // another reader decided first
+      return false;
+    }
+    if (!keep) return false;
+    // Only the winner of the slot writes its owner; readers go by the slot.
+    kept_owner[ordinal] = block;
+    kept_bytes.fetch_add(charge, std::memory_order_relaxed);
+    return true;
+  }
+
+  std::unique_ptr<Block::Iter> NewIndexIterator() const {
+    return std::make_unique<Block::Iter>(index_block, options.comparator);
   }
 
   bool KeyMayMatch(const Slice& key) const {
@@ -59,6 +131,7 @@ struct TableRep {
 }  // namespace table_internal
 
 using table_internal::TableRep;
+using table_internal::kNoOrdinal;
 
 struct Table::Rep : TableRep {};
 
@@ -120,6 +193,15 @@ Result<std::unique_ptr<Table>> Table::Open(const TableOptions& options, std::uni
   auto index = Block::Parse(std::move(contents));
   if (!index) return Err(index.error().WithContext(rep->Where("index block", rep->footer.index.offset)));
   rep->index_block = std::move(*index);
+  // Kept blocks go by their ordinal, the index entry's restart (one restart
+  // per entry, as TableBuilder writes the index).
+  if (options.pin_entry && options.pin_budget != nullptr &&
+      rep->index_block->num_restarts() == rep->props.num_data_blocks && rep->props.num_data_blocks > 0 &&
+      rep->props.num_data_blocks < kNoOrdinal) {
+    rep->kept_slots = static_cast<uint32_t>(rep->props.num_data_blocks);
+    rep->kept = std::make_unique<std::atomic<const Block*>[]>(rep->kept_slots);
+    rep->kept_owner = std::make_unique<std::shared_ptr<const Block>[]>(rep->kept_slots);
+  }
 
   if (rep->footer.filter.size > 0) {
     s = ReadBlock(*rep->file, rep->footer.filter, BlockType::kFilter, rep->limit, true, &rep->filter);
@@ -238,7 +320,7 @@ class TableIterator final : public Iterator {
       return;
     }
     if (data_iter_ != nullptr && h.offset == block_offset_) return;  // already there
-    auto block = rep_->ReadDataBlock(h, fill_cache_, rep_->options.verify_checksums);
+    auto block = rep_->ReadDataBlock(h, index_iter_->restart_index(), fill_cache_, rep_->options.verify_checksums);
     if (!block) {
       status_ = block.error();
       data_iter_.reset();
@@ -249,7 +331,7 @@ class TableIterator final : public Iterator {
   }
 
   const TableRep* rep_;
-  std::unique_ptr<Iterator> index_iter_;
+  std::unique_ptr<Block::Iter> index_iter_;
   std::unique_ptr<Iterator> data_iter_;
   uint64_t block_offset_ = 0;
   bool fill_cache_;
@@ -278,7 +360,7 @@ Status Table::Get(const Slice& target, FunctionRef<void(const Slice& key, const 
   for (int step = 0; step < 2 && index.Valid(); step++, index.Next()) {
     BlockHandle h;
     MXFS_RETURN_IF_ERROR(DecodeIndexValue(r, index.value(), &h));
-    auto block = r->ReadDataBlock(h, fill_cache, r->options.verify_checksums);
+    auto block = r->ReadDataBlock(h, index.restart_index(), fill_cache, r->options.verify_checksums);
     if (!block) return block.error();
     Block::Iter it(block->get(), r->options.comparator);
     if (step == 0) {
@@ -307,6 +389,8 @@ uint64_t Table::ApproximateOffsetOf(const Slice& key) const {
   return rep_->props.data_bytes;
 }
 
+size_t Table::PinnedBytes() const { return rep_->kept_bytes.load(std::memory_order_relaxed); }
+
 const TableProperties& Table::properties() const { return rep_->props; }
 const std::string& Table::path() const { return rep_->path(); }
 
@@ -331,7 +415,8 @@ Status Table::VerifyAll() const {
       return Status::Corruption(r->Where("index block", r->footer.index.offset) + ": separator " +
                                 index->key().ToEscaped() + " does not follow " + Slice(prev_separator).ToEscaped());
     }
-    auto block = r->ReadDataBlock(h, /*fill_cache=*/false, /*verify=*/true);
+    // From the file, not a kept copy: this checks what is on disk.
+    auto block = r->ReadDataBlock(h, kNoOrdinal, /*fill_cache=*/false, /*verify=*/true);
     if (!block) return block.error();
     auto it = Block::NewIterator(std::move(*block), cmp);
     uint64_t in_block = 0;

@@ -11,6 +11,7 @@
 // after Open and may be read from many threads at once.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,6 +28,28 @@ namespace mxfs {
 
 class BlockCache;
 
+// The bytes that open tables may keep of their own data blocks outside the
+// block cache (TableOptions::pin_entry), shared by all the tables of a
+// database. A table charges a block when it keeps it and gives the bytes
+// back when it is closed.
+// Thread-safety: thread-safe (atomics).
+class PinnedBlockBudget {
+ public:
+  explicit PinnedBlockBudget(size_t limit) : limit_(limit) {}
+  PinnedBlockBudget(const PinnedBlockBudget&) = delete;
+  PinnedBlockBudget& operator=(const PinnedBlockBudget&) = delete;
+
+  // Charges n bytes if they fit under the limit; false (nothing charged) if not.
+  bool TryCharge(size_t n);
+  void Release(size_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
+  size_t Used() const { return used_.load(std::memory_order_relaxed); }
+  size_t Limit() const { return limit_; }
+
+ private:
+  std::atomic<size_t> used_{0};
+  const size_t limit_;
+};
+
 struct TableOptions {
   const Comparator* comparator = BytewiseComparator();
   size_t block_size = 4096;
@@ -35,6 +58,15 @@ struct TableOptions {
   // What the bloom filter hashes for a key; nullptr means the whole key.
   std::function<Slice(const Slice&)> filter_key;
   BlockCache* block_cache = nullptr;  // may be nullptr: no caching
+  // Data blocks of pointers. A data block in which pin_entry(key, value)
+  // holds for every entry is kept by the table, outside the block cache,
+  // from the first read that fills the cache until the table is closed,
+  // while pin_budget has room for it: such a block is an index of values
+  // stored elsewhere (kvcore: blob indexes), the counterpart of the index
+  // block a table keeps anyway. Other blocks go through the block cache.
+  // Either nullptr: no block is kept.
+  std::function<bool(const Slice& key, const Slice& value)> pin_entry;
+  PinnedBlockBudget* pin_budget = nullptr;
   bool verify_checksums = true;
 };
 
@@ -101,6 +133,9 @@ class Table {
   uint64_t ApproximateOffsetOf(const Slice& key) const;
   // Reads every block, checking checksums and key order (for fsck).
   Status VerifyAll() const;
+
+  // Bytes of data blocks this table keeps (TableOptions::pin_entry).
+  size_t PinnedBytes() const;
 
   const TableProperties& properties() const;
   const std::string& path() const;

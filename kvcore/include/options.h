@@ -44,6 +44,13 @@ struct Options {
   int bloom_bits_per_key = 10;
   size_t block_size = 4096;
   size_t block_cache_size = 64ull << 20;
+  // Tables keep their data blocks of blob indexes (every entry a pointer
+  // into a blob file, or a deletion) outside the block cache once read,
+  // up to this many bytes in all (0: none), as a table keeps its index
+  // block: such blocks are the index of the separated values (about 30
+  // bytes per value of at least min_blob_size). Other data blocks go
+  // through the block cache.
+  size_t pinned_blob_index_bytes = 64ull << 20;
   bool use_direct_io = false;  // O_DIRECT for table reads, flush and compaction
   bool use_io_uring = true;    // false forces the pread/pwrite fallback
   // Reads of SSTables and blob files copy out of a read-only mapping of the

@@ -206,6 +206,65 @@ TEST_CASE("Blob: values below, at and above min_blob_size read back exactly afte
   REQUIRE(db->Close().ok());
 }
 
+TEST_CASE("Blob: tables keep their blocks of blob indexes outside the block cache, within pinned_blob_index_bytes") {
+  const bool use_pool = GENERATE(false, true);
+  INFO((use_pool ? "pool" : "SSD L0"));
+  TempDir dir;
+  TempPool pool(use_pool);
+  const std::string path = dir.Sub("db");
+  Options o = BlobOptions(pool.path());
+  Model model;
+  {
+    auto db = OpenDb(o, path);
+    for (int i = 0; i < 200; i++) {
+      const std::string v = Value(i, 0, 3000);
+      REQUIRE(db->Put(WriteOptions(), Key(i), v).ok());
+      model[Key(i)] = v;
+      if (i % 17 == 16) {
+        REQUIRE(db->Delete(WriteOptions(), Key(i - 3)).ok());
+        model.erase(Key(i - 3));
+      }
+    }
+    REQUIRE(db->Flush().ok());
+    REQUIRE(db->CompactRange(nullptr, nullptr).ok());
+    CheckDb(db.get(), model);
+    CheckDb(db.get(), model);  // now from the kept blocks
+    const uint64_t kept = Stat(db.get(), "table.pinned.bytes");
+    CHECK(kept > 0);
+    CHECK(kept <= o.pinned_blob_index_bytes);
+    // Overwrites and compactions replace the tables: the closed ones give
+    // their bytes back.
+    for (int i = 0; i < 200; i += 2) {
+      if (model.count(Key(i)) == 0) continue;
+      const std::string v = Value(i, 1, 2500);
+      REQUIRE(db->Put(WriteOptions(), Key(i), v).ok());
+      model[Key(i)] = v;
+    }
+    REQUIRE(db->Flush().ok());
+    REQUIRE(db->CompactRange(nullptr, nullptr).ok());
+    CheckDb(db.get(), model);
+    CheckDb(db.get(), model);
+    CHECK(Stat(db.get(), "table.pinned.bytes") <= o.pinned_blob_index_bytes);
+    REQUIRE(db->Close().ok());
+  }
+  // A budget of one block keeps at most that; 0 keeps nothing. Same answers.
+  o.pinned_blob_index_bytes = 700;
+  {
+    auto db = OpenDb(o, path);
+    CheckDb(db.get(), model);
+    CheckDb(db.get(), model);
+    CHECK(Stat(db.get(), "table.pinned.bytes") <= 700);
+    REQUIRE(db->Close().ok());
+  }
+  o.pinned_blob_index_bytes = 0;
+  auto db = OpenDb(o, path);
+  CheckDb(db.get(), model);
+  std::string stats;
+  REQUIRE(db->GetProperty("matrixkv.stats", &stats));
+  CHECK(stats.find("table.pinned.bytes") == std::string::npos);
+  REQUIRE(db->Close().ok());
+}
+
 TEST_CASE("Blob: an old snapshot keeps its overwritten big values across compactions; releasing it frees the space") {
   const bool use_pool = GENERATE(false, true);
   INFO((use_pool ? "pool" : "SSD L0"));

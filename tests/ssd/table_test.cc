@@ -461,3 +461,87 @@ TEST_CASE("Table: after Open a Get reads one data block, and none when the pinne
   CHECK(rejected > 950);
   CHECK(fs->GetStats().read_ops == before_absent);
 }
+
+TEST_CASE("Table: blocks of pointers are kept by the table once read, within the budget, and read once") {
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  // Short values ("p...") are pointers, long ones ("v...") are not: keys
+  // 0-2999 have pointers only, 3000-3999 long values, so the last blocks
+  // hold no pointer at all.
+  KV kv;
+  for (int i = 0; i < 4000; i++) kv[KeyOf(i)] = i < 3000 ? "p" + std::to_string(i) : "v" + std::string(200, 'x');
+  const uint64_t size = BuildTable(dir.File("t.sst"), kv);
+  BlockCache cache(8 << 20);
+  PinnedBlockBudget budget(1 << 20);
+  TableOptions opts;
+  opts.block_cache = &cache;
+  opts.pin_budget = &budget;
+  opts.pin_entry = [](const Slice&, const Slice& v) { return !v.empty() && v[0] == 'p'; };
+  FileOptions fo;
+  fo.pread_single_reads = true;
+  auto open = [&]() {
+    auto file = fs->NewRandomAccessFile(dir.File("t.sst"), fo);
+    REQUIRE(file.has_value());
+    auto t = Table::Open(opts, std::move(*file), size, 7);
+    REQUIRE(t.has_value());
+    return std::move(*t);
+  };
+  auto get = [](const Table& t, int i) {
+    std::string value;
+    REQUIRE(t.Get(KeyOf(i), [&](const Slice&, const Slice& v) { value = v.ToString(); }).ok());
+    return value;
+  };
+  {
+    auto table = open();
+    REQUIRE(table->properties().num_data_blocks > 10);
+    // Every key of the pointer part, twice: each block read once, then kept.
+    const uint64_t before = fs->GetStats().read_ops;
+    for (int pass = 0; pass < 2; pass++) {
+      for (int i = 0; i < 3000; i++) REQUIRE(get(*table, i) == kv[KeyOf(i)]);
+    }
+    const uint64_t reads = fs->GetStats().read_ops - before;
+    CHECK(reads > 0);
+    CHECK(table->PinnedBytes() > 0);
+    CHECK(budget.Used() == table->PinnedBytes());
+    // The kept blocks are not in the block cache (the block holding both
+    // kinds of entries, at the boundary, is).
+    CHECK(cache.Usage() <= 4096 + 64);
+    const uint64_t kept = table->PinnedBytes();
+    // A long-value key goes through the block cache and is never kept.
+    REQUIRE(get(*table, 3500) == kv[KeyOf(3500)]);
+    REQUIRE(get(*table, 3500) == kv[KeyOf(3500)]);
+    CHECK(cache.Hits() >= 1);
+    CHECK(table->PinnedBytes() == kept);
+    // Iterators see the kept blocks too, and a scan that does not fill the
+    // cache keeps nothing new.
+    auto it = table->NewIterator(/*fill_cache=*/false);
+    int n = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      REQUIRE(it->value() == Slice(kv[it->key().ToString()]));
+      n++;
+    }
+    REQUIRE(it->status().ok());
+    CHECK(n == 4000);
+    CHECK(table->PinnedBytes() == kept);
+    // VerifyAll reads the file, not the kept copies (two blocks are in the
+    // block cache: the boundary one and 3500's).
+    const uint64_t before_verify = fs->GetStats().read_ops;
+    CHECK(table->VerifyAll().ok());
+    CHECK(fs->GetStats().read_ops - before_verify == table->properties().num_data_blocks - 2);
+    // Closing the table gives the bytes back.
+  }
+  CHECK(budget.Used() == 0);
+  {
+    // A budget too small for every block keeps what fits and reads the rest
+    // through the cache, with the same answers.
+    PinnedBlockBudget small(6000);
+    opts.pin_budget = &small;
+    auto table = open();
+    for (int pass = 0; pass < 2; pass++) {
+      for (int i = 0; i < 4000; i += 7) REQUIRE(get(*table, i) == kv[KeyOf(i)]);
+    }
+    CHECK(small.Used() > 0);
+    CHECK(small.Used() <= 6000);
+    CHECK(table->PinnedBytes() == small.Used());
+  }
+}
