@@ -85,6 +85,7 @@ DBImpl::DBImpl(const Options& options, const std::string& dbname)
   ctx_.table_options.bloom_bits_per_key = options.bloom_bits_per_key;
   ctx_.table_options.filter_key = InternalFilterKey;
   ctx_.table_options.block_cache = ctx_.block_cache.get();
+  if (ctx_.icmp.user_comparator() == BytewiseComparator()) ctx_.table_options.key_prefix = InternalKeyPrefix;
   if (options.pinned_blob_index_bytes > 0) {
     ctx_.pinned_blob_index = std::make_unique<PinnedBlockBudget>(options.pinned_blob_index_bytes);
     ctx_.table_options.pin_budget = ctx_.pinned_blob_index.get();

@@ -84,6 +84,17 @@ class Block::Iter final : public Iterator {
   // in a block with a restart at every entry (a table's index block), the
   // entry's ordinal.
   uint32_t restart_index() const { return restart_index_; }
+  // Positions at the entry of restart point i (!Valid() if i is past the
+  // last): in a block with a restart at every entry, the i-th entry.
+  void SeekToRestart(uint32_t i) {
+    if (i >= num_restarts_) {
+      current_ = restarts_;
+      restart_index_ = num_restarts_;
+      return;
+    }
+    SeekToRestartPoint(i);
+    ParseNextKey();
+  }
 
   void Next() override { ParseNextKey(); }
 

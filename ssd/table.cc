@@ -3,6 +3,9 @@
 // through the RandomAccessFile (and the block cache when configured).
 #include "ssd/table.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "base/coding.h"
 #include "ssd/block.h"
 #include "ssd/block_cache.h"
@@ -39,6 +42,9 @@ struct TableRep {
   uint64_t limit = 0;  // footer offset: every block lies below it
   Footer footer;
   std::shared_ptr<const Block> index_block;
+  // TableOptions::key_prefix of each index entry's key, in order; empty
+  // when there is no key_prefix (or it has no summary for some entry).
+  std::vector<uint64_t> index_prefix;
   std::string filter;  // empty: no filter
   TableProperties props;
 
@@ -193,6 +199,22 @@ Result<std::unique_ptr<Table>> Table::Open(const TableOptions& options, std::uni
   auto index = Block::Parse(std::move(contents));
   if (!index) return Err(index.error().WithContext(rep->Where("index block", rep->footer.index.offset)));
   rep->index_block = std::move(*index);
+  if (options.key_prefix && rep->index_block->num_restarts() == rep->props.num_data_blocks) {
+    // One restart per entry (as TableBuilder writes the index): the i-th
+    // summary is the i-th entry's, the one Block::Iter::SeekToRestart(i) finds.
+    std::vector<uint64_t> prefixes;
+    prefixes.reserve(rep->props.num_data_blocks);
+    Block::Iter it(rep->index_block.get(), options.comparator);
+    bool all = true;
+    for (it.SeekToFirst(); it.Valid() && all; it.Next()) {
+      uint64_t p = 0;
+      all = options.key_prefix(it.key(), &p);
+      prefixes.push_back(p);
+    }
+    if (all && it.status().ok() && prefixes.size() == rep->props.num_data_blocks) {
+      rep->index_prefix = std::move(prefixes);
+    }
+  }
   // Kept blocks go by their ordinal, the index entry's restart (one restart
   // per entry, as TableBuilder writes the index).
   if (options.pin_entry && options.pin_budget != nullptr &&
@@ -353,7 +375,20 @@ Status Table::Get(const Slice& target, FunctionRef<void(const Slice& key, const 
   // Both iterators live on the stack (the table pins its index block, the
   // local shared_ptr the data block): no allocation beyond the block itself.
   Block::Iter index(r->index_block.get(), r->options.comparator);
-  index.Seek(target);
+  uint64_t tp = 0;
+  if (!r->index_prefix.empty() && r->options.key_prefix(target, &tp)) {
+    // Entries with a smaller summary are before target, those with a larger
+    // one after it: compare whole keys only among equal summaries.
+    const std::vector<uint64_t>& v = r->index_prefix;
+    size_t i = static_cast<size_t>(std::lower_bound(v.begin(), v.end(), tp) - v.begin());
+    index.SeekToRestart(static_cast<uint32_t>(i));
+    while (index.Valid() && v[i] == tp && r->options.comparator->Compare(index.key(), target) < 0) {
+      index.Next();
+      i++;
+    }
+  } else {
+    index.Seek(target);
+  }
   // The first entry >= target is in the block the index points at, or (when
   // target falls between that block's last key and its separator) first in
   // the next one.

@@ -58,6 +58,13 @@ struct TableOptions {
   // What the bloom filter hashes for a key; nullptr means the whole key.
   std::function<Slice(const Slice&)> filter_key;
   BlockCache* block_cache = nullptr;  // may be nullptr: no caching
+  // An order-preserving 64-bit summary of a key: key_prefix(a, &pa) and
+  // key_prefix(b, &pb) with pa < pb must mean a < b in the comparator's
+  // order (equal summaries say nothing); false if it has none for a key.
+  // With it a table keeps its index keys' summaries in an array (8 bytes
+  // per data block) and a Get searches that array, comparing whole keys
+  // only among equal summaries. nullptr: the index block is searched.
+  std::function<bool(const Slice& key, uint64_t* prefix)> key_prefix;
   // Data blocks of pointers. A data block in which pin_entry(key, value)
   // holds for every entry is kept by the table, outside the block cache,
   // from the first read that fills the cache until the table is closed,
