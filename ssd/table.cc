@@ -100,7 +100,8 @@ struct TableRep {
   }
 
   // Decides an undecided slot for block: kept if every entry passes
-  // pin_entry and the budget has room, else NotKept(). True if kept.
+  // pin_entry and the budget has room, else NotKept(). True if the slot
+  // holds a kept block now (this one, or another reader's copy of it).
   bool Keep(std::atomic<const Block*>* slot, uint32_t ordinal, const std::shared_ptr<const Block>& block) const {
     bool pointers_only = true;
     Block::Iter it(block.get(), options.comparator);
@@ -115,7 +116,7 @@ struct TableRep {
     const Block* expected = nullptr;
     if (!slot->compare_exchange_strong(expected, keep ? block.get() : NotKept(), std::memory_order_acq_rel)) {
       if (keep) options.pin_budget->Release(charge);  // another reader decided first
-      return false;
+      return expected != NotKept();  // kept by that reader: not for the block cache either
     }
     if (!keep) return false;
     // Only the winner of the slot writes its owner; readers go by the slot.
