@@ -259,17 +259,19 @@ bool KernelChannel::WriteInitReply(int fd, const struct iovec* iov, int count, s
     }
   }
   std::memcpy(msg.data() + flags_at, &flags, sizeof(flags));
+  // Recorded and logged before the reply: the kernel sends the first
+  // requests (to any worker thread) and completes mount(2) as soon as it
+  // has the reply, and both must find the grants already in place. A
+  // failed reply ends the session, so nothing acts on them then.
+  if (v2) v2_granted_.store(true);
+  if (pt_set) pt_granted_.store(true);
+  if (ur_set) uring_granted_.store(true);
+  MXFS_LOG_INFO("FUSE INIT: granted%s%s%s (kernel flags 0x%llx, reply flags 0x%x)",
+                v2 ? " FUSE_HANDLE_KILLPRIV_V2" : "", pt_set ? " FUSE_PASSTHROUGH" : "",
+                ur_set ? " FUSE_OVER_IO_URING" : "", static_cast<unsigned long long>(offered), flags);
   struct iovec one = {msg.data(), msg.size()};
   ssize_t n = Emit(fd, &one, 1);
   *written = n;
-  if (n >= 0) {
-    if (v2) v2_granted_.store(true);
-    if (pt_set) pt_granted_.store(true);
-    if (ur_set) uring_granted_.store(true);
-    MXFS_LOG_INFO("FUSE INIT: granted%s%s%s (kernel flags 0x%llx, reply flags 0x%x)",
-                  v2 ? " FUSE_HANDLE_KILLPRIV_V2" : "", pt_set ? " FUSE_PASSTHROUGH" : "",
-                  ur_set ? " FUSE_OVER_IO_URING" : "", static_cast<unsigned long long>(offered), flags);
-  }
   return true;
 }
 
