@@ -379,14 +379,23 @@ Status Table::Get(const Slice& target, FunctionRef<void(const Slice& key, const 
   uint64_t tp = 0;
   if (!r->index_prefix.empty() && r->options.key_prefix(target, &tp)) {
     // Entries with a smaller summary are before target, those with a larger
-    // one after it: compare whole keys only among equal summaries.
+    // one after it: compare whole keys only among equal summaries, by binary
+    // search too (keys that share their first 8 bytes, as a filesystem's
+    // keys of one inode range do, can tie over a whole table).
     const std::vector<uint64_t>& v = r->index_prefix;
-    size_t i = static_cast<size_t>(std::lower_bound(v.begin(), v.end(), tp) - v.begin());
-    index.SeekToRestart(static_cast<uint32_t>(i));
-    while (index.Valid() && v[i] == tp && r->options.comparator->Compare(index.key(), target) < 0) {
-      index.Next();
-      i++;
+    const auto [first, last] = std::equal_range(v.begin(), v.end(), tp);
+    auto lo = static_cast<uint32_t>(first - v.begin());
+    auto hi = static_cast<uint32_t>(last - v.begin());
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      index.SeekToRestart(mid);
+      if (index.Valid() && r->options.comparator->Compare(index.key(), target) < 0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
     }
+    index.SeekToRestart(lo);
   } else {
     index.Seek(target);
   }
