@@ -568,42 +568,10 @@ TEST_CASE("Table: a Get through the index keys' summaries finds what the index s
     for (unsigned char c : b) *p = (*p << 8) | c;
     return true;
   };
-  auto plain = OpenTable(dir.File("t.sst"), opts);
-  auto summarized = OpenTable(dir.File("t.sst"), with);
-  REQUIRE(plain.has_value());
-  REQUIRE(summarized.has_value());
-  REQUIRE((*summarized)->properties().num_data_blocks > 100);
-  CHECK(calls == static_cast<int>((*summarized)->properties().num_data_blocks));  // Open summarized the index
-  auto get = [](const Table& t, const std::string& key) {
-    std::string found;
-    Status s = t.Get(key, [&](const Slice& k, const Slice&) { found = k.ToString(); });
-    REQUIRE((s.ok() || s.IsNotFound()));
-    return s.ok() ? found : std::string("<none>");
-  };
-  std::vector<std::string> targets = {"", "a", "key", "key0", "key00000", "zzz", KeyOf(19998) + "x"};
-  for (int i = 0; i < 20002; i += 1) targets.push_back(KeyOf(i));
-  for (int i = 0; i < 2000; i += 37) targets.push_back(KeyOf(i) + std::string(1, '\0'));
-  for (const std::string& t : targets) {
-    auto it = kv.lower_bound(t);
-    const std::string want = it == kv.end() ? "<none>" : it->first;
-    INFO("target " << Slice(t).ToEscaped());
-    // The bloom filter answers for absent keys before the index in both.
-    if (!(*plain)->KeyMayMatch(t)) continue;
-    CHECK(get(**summarized, t) == want);
-    CHECK(get(**plain, t) == want);
-  }
-  // A key_prefix without a summary for a key: that Get searches the index.
-  with.key_prefix = [](const Slice& k, uint64_t* p) {
-    *p = 0;
-    return k.size() != 3;
-  };
-  auto partial = OpenTable(dir.File("t.sst"), with);
-  REQUIRE(partial.has_value());
-  CHECK(get(**partial, KeyOf(500)) == KeyOf(500));
   // Every summary the same (keys sharing their first 8 bytes over a whole
-  // table): whole keys decide across the index.
-  // A binary search there too: a Get's key compares (index and data block)
-  // grow with the log of the table's blocks, not with their number.
+  // table): whole keys decide across the index, by a binary search too, so
+  // a Get's key compares (index and data block) grow with the log of the
+  // table's blocks, not with their number.
   struct CountingComparator final : Comparator {
     mutable uint64_t compares = 0;
     int Compare(const Slice& a, const Slice& b) const override {
@@ -616,20 +584,39 @@ TEST_CASE("Table: a Get through the index keys' summaries finds what the index s
     }
     void FindShortSuccessor(std::string* key) const override { BytewiseComparator()->FindShortSuccessor(key); }
   } counting;
-  with.comparator = &counting;
-  with.key_prefix = [](const Slice&, uint64_t* p) {
+  TableOptions all_tied = opts;
+  all_tied.comparator = &counting;
+  all_tied.key_prefix = [](const Slice&, uint64_t* p) {
     *p = 7;
     return true;
   };
-  auto tied = OpenTable(dir.File("t.sst"), with);
+  auto plain = OpenTable(dir.File("t.sst"), opts);
+  auto summarized = OpenTable(dir.File("t.sst"), with);
+  auto tied = OpenTable(dir.File("t.sst"), all_tied);
+  REQUIRE(plain.has_value());
+  REQUIRE(summarized.has_value());
   REQUIRE(tied.has_value());
+  REQUIRE((*summarized)->properties().num_data_blocks > 100);
+  CHECK(calls == static_cast<int>((*summarized)->properties().num_data_blocks));  // Open summarized the index
+  auto get = [](const Table& t, const std::string& key) {
+    std::string found;
+    Status s = t.Get(key, [&](const Slice& k, const Slice&) { found = k.ToString(); });
+    REQUIRE((s.ok() || s.IsNotFound()));
+    return s.ok() ? found : std::string("<none>");
+  };
+  std::vector<std::string> targets = {"", "a", "key", "key0", "key00000", "zzz", KeyOf(19998) + "x"};
+  for (int i = 0; i < 20002; i += 1) targets.push_back(KeyOf(i));
+  for (int i = 0; i < 2000; i += 37) targets.push_back(KeyOf(i) + std::string(1, '\0'));
+  counting.compares = 0;  // Open's own compares aside
   uint64_t gets = 0;
-  counting.compares = 0;
   for (const std::string& t : targets) {
     auto it = kv.lower_bound(t);
     const std::string want = it == kv.end() ? "<none>" : it->first;
     INFO("target " << Slice(t).ToEscaped());
+    // The bloom filter answers for absent keys before the index in all three.
     if (!(*plain)->KeyMayMatch(t)) continue;
+    CHECK(get(**summarized, t) == want);
+    CHECK(get(**plain, t) == want);
     CHECK(get(**tied, t) == want);
     gets++;
   }
@@ -637,6 +624,14 @@ TEST_CASE("Table: a Get through the index keys' summaries finds what the index s
   INFO(counting.compares << " key compares in " << gets << " Gets over " << blocks << " blocks");
   REQUIRE(gets > 0);
   CHECK(counting.compares / gets < std::bit_width(blocks) + 40);
+  // A key_prefix without a summary for a key: that Get searches the index.
+  with.key_prefix = [](const Slice& k, uint64_t* p) {
+    *p = 0;
+    return k.size() != 3;
+  };
+  auto partial = OpenTable(dir.File("t.sst"), with);
+  REQUIRE(partial.has_value());
+  CHECK(get(**partial, KeyOf(500)) == KeyOf(500));
 }
 
 TEST_CASE("Table: readers racing to keep the same blocks all get the right entries, each block kept once") {
