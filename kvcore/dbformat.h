@@ -121,22 +121,19 @@ class LookupKey {
   size_t kstart_ = 0;
 };
 
-// What the SSTable bloom filter hashes for an internal key: its user key.
 // TableOptions::key_prefix for internal keys under BytewiseComparator: the
 // user key's first 8 bytes as a big-endian number, zero-padded (a shorter
 // user key ties with its zero-extended forms, which the full compare
 // orders). False for a key too short to be an internal key.
 inline bool InternalKeyPrefix(const Slice& internal_key, uint64_t* prefix) {
   if (internal_key.size() < kInternalKeyTrailer) return false;
-  const size_t n = std::min<size_t>(internal_key.size() - kInternalKeyTrailer, 8);
-  unsigned char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  std::memcpy(b, internal_key.data(), n);
-  uint64_t p = 0;
-  for (unsigned char c : b) p = (p << 8) | c;
-  *prefix = p;
+  char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  std::memcpy(b, internal_key.data(), std::min<size_t>(internal_key.size() - kInternalKeyTrailer, 8));
+  *prefix = DecodeBigEndian64(b);
   return true;
 }
 
+// What the SSTable bloom filter hashes for an internal key: its user key.
 inline Slice InternalFilterKey(const Slice& internal_key) {
   return internal_key.size() >= kInternalKeyTrailer ? ExtractUserKey(internal_key) : internal_key;
 }

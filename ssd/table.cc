@@ -200,9 +200,11 @@ Result<std::unique_ptr<Table>> Table::Open(const TableOptions& options, std::uni
   auto index = Block::Parse(std::move(contents));
   if (!index) return Err(index.error().WithContext(rep->Where("index block", rep->footer.index.offset)));
   rep->index_block = std::move(*index);
-  if (options.key_prefix && rep->index_block->num_restarts() == rep->props.num_data_blocks) {
-    // One restart per entry (as TableBuilder writes the index): the i-th
-    // summary is the i-th entry's, the one Block::Iter::SeekToRestart(i) finds.
+  // One restart per index entry (as TableBuilder writes the index): an
+  // entry's ordinal is its restart, the one Block::Iter::SeekToRestart finds.
+  const bool restart_per_entry = rep->index_block->num_restarts() == rep->props.num_data_blocks;
+  if (options.key_prefix && restart_per_entry) {
+    // The i-th summary is the i-th entry's.
     std::vector<uint64_t> prefixes;
     prefixes.reserve(rep->props.num_data_blocks);
     Block::Iter it(rep->index_block.get(), options.comparator);
@@ -216,10 +218,8 @@ Result<std::unique_ptr<Table>> Table::Open(const TableOptions& options, std::uni
       rep->index_prefix = std::move(prefixes);
     }
   }
-  // Kept blocks go by their ordinal, the index entry's restart (one restart
-  // per entry, as TableBuilder writes the index).
-  if (options.pin_entry && options.pin_budget != nullptr &&
-      rep->index_block->num_restarts() == rep->props.num_data_blocks && rep->props.num_data_blocks > 0 &&
+  // Kept blocks go by their ordinal.
+  if (options.pin_entry && options.pin_budget != nullptr && restart_per_entry && rep->props.num_data_blocks > 0 &&
       rep->props.num_data_blocks < kNoOrdinal) {
     rep->kept_slots = static_cast<uint32_t>(rep->props.num_data_blocks);
     rep->kept = std::make_unique<std::atomic<const Block*>[]>(rep->kept_slots);
