@@ -6,10 +6,15 @@
 //
 // Entries are shared: dropping one (over capacity, or Evict when its file is
 // deleted) only drops the cache's reference, and a reader still using the
-// object keeps it open until it is done.
+// object keeps it open until it is done. When the cache held the last
+// reference, the object is destroyed after the mutex is released: closing a
+// table or blob file frees its kept blocks and unmaps its file (milliseconds
+// for a large mapping), and every lookup waits for the mutex (issue 16
+// session 11: readwhilewriting's reader slept behind the evictions of
+// compacted files).
 //
 // Thread-safety: thread-safe (one internal mutex, never held across the
-// open function, which does the I/O).
+// open function, which does the I/O, nor across an object's destruction).
 #pragma once
 
 #include <cstddef>
@@ -46,13 +51,16 @@ class FileLru {
     }
     Result<std::shared_ptr<T>> opened = open();
     if (!opened) return opened;
+    std::shared_ptr<T> dropped;  // destroyed after l, outside the lock
     std::lock_guard<std::mutex> l(mu_);
     auto it = map_.find(number);
     if (it != map_.end()) return it->second.object;  // another thread won the race
     lru_.push_front(number);
     map_.emplace(number, Entry{*opened, lru_.begin()});
-    while (map_.size() > capacity_) {  // users keep their shared_ptr
-      map_.erase(lru_.back());
+    if (map_.size() > capacity_) {  // one in, at most one out; users keep their shared_ptr
+      auto last = map_.find(lru_.back());
+      dropped = std::move(last->second.object);
+      map_.erase(last);
       lru_.pop_back();
     }
     return opened;
@@ -60,9 +68,11 @@ class FileLru {
 
   // Forgets number (its file is being deleted).
   void Evict(uint64_t number) {
+    std::shared_ptr<T> dropped;  // destroyed after l, outside the lock
     std::lock_guard<std::mutex> l(mu_);
     auto it = map_.find(number);
     if (it == map_.end()) return;
+    dropped = std::move(it->second.object);
     lru_.erase(it->second.lru_pos);
     map_.erase(it);
   }
