@@ -11,7 +11,7 @@
 //   returns nothing and NumRuns is 0, so the L0 slowdown and stop triggers
 //   never fire.
 // - Writer pacing (the stall cause write-pacing): a writer ahead of a
-//   pending flush that takes 20 ms or more waits (once it is a pacing
+//   pending flush that takes a quarter second or more waits (once it is a pacing
 //   quantum ahead, container_pacer.h; at most 10 ms per write), so that
 //   the active memtable fills when the flush ends; with
 //   Options.pace_writers_to_container, close to a full container writers
