@@ -47,8 +47,8 @@ const char* BackgroundShareName(BackgroundShare s);
 // The share a compaction thread that would run at want gets while threads
 // that only read are active (readers_active; ReaderPresence below): at most
 // kLow, except that kHigh stays (leveled compaction never asks for it).
-// Column compaction steps back by ColumnShareBehindReaders (high only while
-// a flush waits for room), the flush always to kLow, even while urgent
+// Column compaction steps back by ColumnShareBehindReaders (to kLow, also
+// while a flush waits for room), the flush always to kLow, even while urgent
 // (DBImpl::UpdateBackgroundShares; measured in issue 16 session 5: the
 // reader beside an unlimited writer +25%).
 BackgroundShare StepBackFor(BackgroundShare want, bool readers_active);

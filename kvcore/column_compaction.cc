@@ -49,8 +49,8 @@ BackgroundShare ColumnShareFor(uint64_t free_pages, uint64_t total_pages, bool f
   return BackgroundShare::kHigh;
 }
 
-BackgroundShare ColumnShareBehindReaders(BackgroundShare want, bool full, bool readers_active) {
-  if (!readers_active || full) return want;
+BackgroundShare ColumnShareBehindReaders(BackgroundShare want, bool readers_active) {
+  if (!readers_active) return want;
   return std::min(want, BackgroundShare::kLow);
 }
 
@@ -71,7 +71,7 @@ void ColumnCompactor::UpdateShare() {
     many_rows = v->rows().size() >= max_rows;
   }
   const bool full = nvm_->container_full.load();
-  share_.Set(ColumnShareBehindReaders(ColumnShareFor(a.free_pages(), a.num_pages(), full, many_rows), full,
+  share_.Set(ColumnShareBehindReaders(ColumnShareFor(a.free_pages(), a.num_pages(), full, many_rows),
                                       readers_active_.load(std::memory_order_relaxed)));
 }
 

@@ -75,15 +75,15 @@ struct DbContext;
 BackgroundShare ColumnShareFor(uint64_t free_pages, uint64_t total_pages, bool full, bool many_rows);
 
 // The share column compaction gets instead of want (ColumnShareFor) while
-// threads that only read are active (ReaderPresence): at most low (nice 10)
-// unless a flush waits for room (full), where want (high) stays. A container
-// that is merely nearly full does not put the compactor ahead of the
-// readers: under an unlimited writer it is nearly full all the time, and
-// the compactor at nice -10 took the reader's CPU (issue 16 session 6:
-// readwhilewriting's reader 56-66k Gets/s with it, 76-80k without). Once
-// the flush waits for room the writers stand still or soon will, and the
-// drain comes first again.
-BackgroundShare ColumnShareBehindReaders(BackgroundShare want, bool full, bool readers_active);
+// threads that only read are active (ReaderPresence): at most low (nice
+// 10), even while the container is nearly full or a flush waits for room.
+// Under an unlimited writer both hold nearly all the time, and the
+// compactor at nice -10 took a CPU while the reader shared the other with
+// the writer (issue 16 session 6: readwhilewriting's reader 56-66k Gets/s
+// with it for a nearly full container, 76-80k without; session 11, for a
+// flush waiting for room: 195-233k against 138-139k, the writer's puts/s
+// not lower). Held back, it lets the writer stall instead.
+BackgroundShare ColumnShareBehindReaders(BackgroundShare want, bool readers_active);
 
 // The largest L1 table a column writes when L1 holds l1_bytes: a
 // (2 * columns per drain)th of L1, at least 1/64 of target_file_size (and

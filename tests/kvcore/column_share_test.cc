@@ -51,23 +51,23 @@ TEST_CASE("StepBackFor: readers lower the background to low, but never an urgent
   CHECK(StepBackFor(BackgroundShare::kHigh, true) == BackgroundShare::kHigh);
 }
 
-TEST_CASE("ColumnShareBehindReaders: behind readers at most low, unless a flush waits for room") {
+TEST_CASE("ColumnShareBehindReaders: behind readers at most low, also while a flush waits for room") {
   const auto behind = [](uint64_t free_pages, bool full, bool many_rows, bool readers) {
-    return ColumnShareBehindReaders(ColumnShareFor(free_pages, 1000, full, many_rows), full, readers);
+    return ColumnShareBehindReaders(ColumnShareFor(free_pages, 1000, full, many_rows), readers);
   };
   // No readers: ColumnShareFor's share.
   CHECK(behind(100, false, false, false) == BackgroundShare::kHigh);
   CHECK(behind(500, false, false, false) == BackgroundShare::kNormal);
   CHECK(behind(900, false, false, false) == BackgroundShare::kIdle);
   CHECK(behind(900, true, false, false) == BackgroundShare::kHigh);
-  // Readers: a nearly full container no longer wins over them, a flush
-  // waiting for room does.
+  // Readers: neither a nearly full container nor a flush waiting for room
+  // wins over them.
   CHECK(behind(100, false, false, true) == BackgroundShare::kLow);
   CHECK(behind(0, false, true, true) == BackgroundShare::kLow);
   CHECK(behind(500, false, false, true) == BackgroundShare::kLow);
   CHECK(behind(900, false, false, true) == BackgroundShare::kIdle);  // never raised by readers
-  CHECK(behind(900, true, false, true) == BackgroundShare::kHigh);
-  CHECK(behind(100, true, false, true) == BackgroundShare::kHigh);
+  CHECK(behind(900, true, false, true) == BackgroundShare::kLow);
+  CHECK(behind(100, true, false, true) == BackgroundShare::kLow);
 }
 
 // The calling thread's policy and nice value.
