@@ -6,9 +6,9 @@
 // idle (SCHED_IDLE, idle I/O class) only while most of the container is
 // free and it holds few rows, normal in between, high (nice -10) when little is left or a flush
 // waits for room. While threads that only read are active
-// (ReaderPresence), at most low (nice 10) unless a flush waits for room (the
-// writers then stand still or soon will, and the readers come after the
-// drain; ColumnShareBehindReaders). On a busy machine an idle or even a normal compactor
+// (ReaderPresence), at most low (nice 10), even while a flush waits for
+// room: the writers then stall and the readers keep their CPU
+// (ColumnShareBehindReaders). On a busy machine an idle or even a normal compactor
 // gets too little CPU beside CPU-bound processes; the container then fills
 // and every writer stalls (issue 16: fill rate -55% beside two compilers).
 // The share is re-evaluated after every flush (ContainerLevel0 calls
