@@ -10,6 +10,7 @@
 #include <vector>
 #include <string>
 
+#include "base/coding.h"
 #include "base/random.h"
 #include "ssd/block_cache.h"
 #include "ssd/fault_injection_fs.h"
@@ -562,10 +563,9 @@ TEST_CASE("Table: a Get through the index keys' summaries finds what the index s
   int calls = 0;
   with.key_prefix = [&calls](const Slice& k, uint64_t* p) {
     calls++;
-    unsigned char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     std::memcpy(b, k.data(), std::min<size_t>(k.size(), 8));
-    *p = 0;
-    for (unsigned char c : b) *p = (*p << 8) | c;
+    *p = DecodeBigEndian64(b);
     return true;
   };
   // Every summary the same (keys sharing their first 8 bytes over a whole
