@@ -4,7 +4,9 @@
 //
 // A Block is immutable after Parse and is shared (std::shared_ptr) between
 // the block cache, tables and iterators; an iterator from NewIterator keeps
-// its block alive, a Block::Iter made from a raw pointer borrows it.
+// its block alive, a Block::Iter made from a raw pointer borrows it. A block
+// from ParseBorrowed does not own its bytes (a table's kept blocks live in
+// the table's arena): their owner keeps them alive as long as the block.
 //
 // Thread-safety: a Block is immutable and may be read from many threads; each
 // iterator is used by one thread.
@@ -29,11 +31,14 @@ class Block {
   // and checks the restart array. Corruption says what is wrong in terms of
   // the block; the caller adds the file and offset.
   static Result<std::shared_ptr<const Block>> Parse(std::string contents);
+  // As Parse, over bytes the block does not own or copy: they must stay
+  // valid and unchanged for as long as the block lives.
+  static Result<std::shared_ptr<const Block>> ParseBorrowed(Slice contents);
 
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
 
-  size_t size() const { return data_.size(); }
+  size_t size() const { return size_; }
   uint32_t num_restarts() const { return num_restarts_; }
 
   // Entries that fail to decode make the iterator !Valid() with a Corruption
@@ -48,13 +53,23 @@ class Block {
   struct PrivateTag {};
 
  public:
-  // Use Parse; public only so that std::make_shared can reach it.
-  Block(PrivateTag, std::string data, uint32_t restart_offset, uint32_t num_restarts)
-      : data_(std::move(data)), restart_offset_(restart_offset), num_restarts_(num_restarts) {}
+  // Use Parse or ParseBorrowed; public only so that std::make_shared can
+  // reach it. Owns owned, if not empty; borrowed is the block's bytes
+  // otherwise.
+  Block(PrivateTag, std::string owned, Slice borrowed, uint32_t restart_offset, uint32_t num_restarts)
+      : owned_(std::move(owned)),
+        data_(owned_.empty() ? borrowed.data() : owned_.data()),
+        size_(owned_.empty() ? borrowed.size() : owned_.size()),
+        restart_offset_(restart_offset),
+        num_restarts_(num_restarts) {}
 
  private:
+  // Checks contents' restart array; sets where it starts and how long it is.
+  static Status CheckRestarts(Slice contents, uint32_t* restart_offset, uint32_t* num_restarts);
 
-  std::string data_;
+  std::string owned_;  // empty for a borrowed block
+  const char* data_;
+  size_t size_;
   uint32_t restart_offset_;  // offset of the restart array
   uint32_t num_restarts_;
 };
@@ -110,7 +125,7 @@ class Block::Iter final : public Iterator {
   // caller keeps *block alive while the iterator is used.
   Iter(const Block* block, const Comparator* cmp)
       : cmp_(cmp),
-        data_(block->data_.data()),
+        data_(block->data_),
         restarts_(block->restart_offset_),
         num_restarts_(block->num_restarts_),
         current_(restarts_),

@@ -4,6 +4,8 @@
 #include "ssd/table.h"
 
 #include <algorithm>
+#include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "base/coding.h"
@@ -32,6 +34,17 @@ inline constexpr uint32_t kNoOrdinal = UINT32_MAX;
 // its shared_ptr control block).
 inline constexpr size_t kPinnedBlockOverhead = 96;
 
+// The chunks a table carves its kept blocks out of: the first of 16 KiB,
+// each next one twice the last up to 64 KiB, none larger than what is left
+// of the table's data blocks (so a table that keeps few blocks holds little).
+inline constexpr size_t kFirstKeptChunk = 16 << 10;
+inline constexpr size_t kMaxKeptChunk = 64 << 10;
+
+// A thread's buffer for a data block it may keep, above this returned to
+// the allocator after use (a table of large inline values can have blocks
+// of a megabyte).
+inline constexpr size_t kMaxKeptScratch = 64 << 10;
+
 // Everything an open table holds; Table::Rep is this type, named here so
 // the iterator (not a member of Table) can use it.
 struct TableRep {
@@ -54,10 +67,27 @@ struct TableRep {
     return path() + ": " + what + " at offset " + std::to_string(offset);
   }
 
+  // The bytes of kept blocks, carved out of chunks (kFirstKeptChunk..
+  // kMaxKeptChunk) rather than one allocation per block: a reader that
+  // keeps a block per few dozen Gets grew its thread's malloc arena a page
+  // at a time, an mprotect (the process's mmap lock, for writing) per block,
+  // 5,900 per 200,000 Gets beside a writer (issue 16 session 12). Declared
+  // before kept_owner: the blocks go first.
+  struct KeptArena {
+    std::mutex mu;
+    std::vector<std::unique_ptr<char[]>> chunks;
+    char* next = nullptr;
+    size_t left = 0;       // bytes from next to the end of the last chunk
+    size_t last = 0;       // size of the last chunk
+    uint64_t total = 0;    // bytes of all chunks
+  };
+  mutable KeptArena arena;
+
   // Kept data blocks (TableOptions::pin_entry), one slot per data block by
   // its ordinal in the index: nullptr (not decided yet), NotKept() (a block
-  // that is not kept), or the block, owned by kept_owner from then on. A
-  // slot changes once, from nullptr, by compare-and-swap.
+  // that is not kept), or the block, owned by kept_owner from then on (its
+  // bytes in arena, or the block cache's copy it was found as). A slot
+  // changes once, from nullptr, by compare-and-swap.
   std::unique_ptr<std::atomic<const Block*>[]> kept;
   std::unique_ptr<std::shared_ptr<const Block>[]> kept_owner;
   uint32_t kept_slots = 0;
@@ -79,7 +109,7 @@ struct TableRep {
     if (slot != nullptr) {
       const Block* b = slot->load(std::memory_order_acquire);
       // The table owns a kept block: a pointer to it that owns nothing.
-      if (b != nullptr && b != NotKept()) return std::shared_ptr<const Block>(std::shared_ptr<const Block>(), b);
+      if (b != nullptr && b != NotKept()) return Unowned(b);
       if (b == NotKept() || !fill_cache) slot = nullptr;
     }
     BlockCache* cache = options.block_cache;
@@ -90,31 +120,57 @@ struct TableRep {
       }
     }
     std::string contents;
-    Status s = ReadBlock(*file, h, BlockType::kData, limit, verify, &contents);
-    if (!s.ok()) return Err(std::move(s));
+    if (slot != nullptr) {
+      // Undecided: read into this thread's buffer, and copy into the arena
+      // only a block that is kept (one in the cache is kept above as the
+      // cache's copy).
+      thread_local std::string scratch;
+      Status s = ReadBlock(*file, h, BlockType::kData, limit, verify, &scratch);
+      if (!s.ok()) return Err(std::move(s));
+      auto probe = Block::ParseBorrowed(scratch);
+      if (!probe) return Err(probe.error().WithContext(Where("data block", h.offset)));
+      const Block* kept_block = KeepCopy(slot, ordinal, **probe, scratch);
+      if (kept_block == nullptr) contents.assign(scratch);
+      if (scratch.capacity() > kMaxKeptScratch) std::string().swap(scratch);
+      if (kept_block != nullptr) return Unowned(kept_block);
+    } else {
+      Status s = ReadBlock(*file, h, BlockType::kData, limit, verify, &contents);
+      if (!s.ok()) return Err(std::move(s));
+    }
     auto block = Block::Parse(std::move(contents));
     if (!block) return Err(block.error().WithContext(Where("data block", h.offset)));
-    if (slot != nullptr && Keep(slot, ordinal, *block)) return block;
     if (cache != nullptr && fill_cache) cache->Insert(cache_id, h.offset, *block, (*block)->size());
     return block;
+  }
+
+  static std::shared_ptr<const Block> Unowned(const Block* b) {
+    return std::shared_ptr<const Block>(std::shared_ptr<const Block>(), b);
+  }
+
+  // True if every entry of block passes pin_entry.
+  bool PointersOnly(const Block& block) const {
+    Block::Iter it(&block, options.comparator);
+    for (it.SeekToFirst(); it.Valid(); it.Next()) {
+      if (!options.pin_entry(it.key(), it.value())) return false;
+    }
+    return it.status().ok();
+  }
+
+  // Sets an undecided slot to block (kept) or NotKept(). If another reader
+  // decided it first, nothing changes and *expected is what it chose.
+  bool Decide(std::atomic<const Block*>* slot, const Block* block, const Block** expected) const {
+    *expected = nullptr;
+    return slot->compare_exchange_strong(*expected, block, std::memory_order_acq_rel);
   }
 
   // Decides an undecided slot for block: kept if every entry passes
   // pin_entry and the budget has room, else NotKept(). True if the slot
   // holds a kept block now (this one, or another reader's copy of it).
   bool Keep(std::atomic<const Block*>* slot, uint32_t ordinal, const std::shared_ptr<const Block>& block) const {
-    bool pointers_only = true;
-    Block::Iter it(block.get(), options.comparator);
-    for (it.SeekToFirst(); it.Valid(); it.Next()) {
-      if (!options.pin_entry(it.key(), it.value())) {
-        pointers_only = false;
-        break;
-      }
-    }
     const size_t charge = block->size() + kPinnedBlockOverhead;
-    const bool keep = pointers_only && it.status().ok() && options.pin_budget->TryCharge(charge);
-    const Block* expected = nullptr;
-    if (!slot->compare_exchange_strong(expected, keep ? block.get() : NotKept(), std::memory_order_acq_rel)) {
+    const bool keep = PointersOnly(*block) && options.pin_budget->TryCharge(charge);
+    const Block* expected;
+    if (!Decide(slot, keep ? block.get() : NotKept(), &expected)) {
       if (keep) options.pin_budget->Release(charge);  // another reader decided first
       return expected != NotKept();  // kept by that reader: not for the block cache either
     }
@@ -123,6 +179,55 @@ struct TableRep {
     kept_owner[ordinal] = block;
     kept_bytes.fetch_add(charge, std::memory_order_relaxed);
     return true;
+  }
+
+  // As Keep, for probe, a block parsed over bytes (the caller's buffer)
+  // that a kept block copies into the arena. The kept block (this one or
+  // another reader's), or nullptr if the slot says NotKept().
+  const Block* KeepCopy(std::atomic<const Block*>* slot, uint32_t ordinal, const Block& probe,
+                        const std::string& bytes) const {
+    const size_t charge = probe.size() + kPinnedBlockOverhead;
+    std::shared_ptr<const Block> block;
+    if (PointersOnly(probe) && options.pin_budget->TryCharge(charge)) {
+      char* mem = AllocateKept(bytes.size());
+      std::memcpy(mem, bytes.data(), bytes.size());
+      auto copy = Block::ParseBorrowed(Slice(mem, bytes.size()));  // the same bytes: parses as probe did
+      if (copy) {
+        block = std::move(*copy);
+      } else {
+        options.pin_budget->Release(charge);
+      }
+    }
+    const Block* expected;
+    if (!Decide(slot, block ? block.get() : NotKept(), &expected)) {
+      // Another reader decided first (the arena keeps the bytes copied for
+      // nothing: one block per reader that lost a race for a slot).
+      if (block) options.pin_budget->Release(charge);
+      return expected != NotKept() ? expected : nullptr;
+    }
+    if (!block) return nullptr;
+    kept_owner[ordinal] = block;
+    kept_bytes.fetch_add(charge, std::memory_order_relaxed);
+    return block.get();
+  }
+
+  // n bytes of the arena, for a kept block.
+  char* AllocateKept(size_t n) const {
+    std::lock_guard<std::mutex> g(arena.mu);
+    if (arena.left < n) {
+      size_t chunk = arena.chunks.empty() ? kFirstKeptChunk : std::min(2 * arena.last, kMaxKeptChunk);
+      const uint64_t rest = props.data_bytes > arena.total ? props.data_bytes - arena.total : 0;
+      chunk = std::max<size_t>(n, static_cast<size_t>(std::min<uint64_t>(chunk, rest)));
+      arena.chunks.push_back(std::make_unique_for_overwrite<char[]>(chunk));
+      arena.next = arena.chunks.back().get();
+      arena.left = chunk;
+      arena.last = chunk;
+      arena.total += chunk;
+    }
+    char* p = arena.next;
+    arena.next += n;
+    arena.left -= n;
+    return p;
   }
 
   std::unique_ptr<Block::Iter> NewIndexIterator() const {

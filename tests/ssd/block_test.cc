@@ -107,6 +107,31 @@ TEST_CASE("Block: a restart point every interval, with the whole key stored ther
   CHECK(BuildBlock(kv, 16)->size() < BuildBlock(kv, 1)->size() * 3 / 4);
 }
 
+TEST_CASE("Block: a borrowed block reads its bytes where they are, and is checked as an owned one") {
+  std::map<std::string, std::string> kv;
+  for (int i = 0; i < 300; i++) kv[KeyOf(i)] = "value-" + std::to_string(i);
+  BlockBuilder b(16);
+  for (const auto& [k, v] : kv) b.Add(k, v);
+  const std::string bytes = b.Finish().ToString();
+  auto block = Block::ParseBorrowed(bytes);
+  REQUIRE(block.has_value());
+  CHECK((*block)->size() == bytes.size());
+  auto it = Block::NewIterator(*block, BytewiseComparator());
+  // Every key by seek (the scan from each restart), and one past each.
+  for (const auto& [k, v] : kv) {
+    it->Seek(k);
+    REQUIRE(it->Valid());
+    CHECK(it->key() == Slice(k));
+    CHECK(it->value() == Slice(v));
+    CHECK(it->value().data() >= bytes.data());
+    CHECK(it->value().data() < bytes.data() + bytes.size());
+  }
+  it->Seek(KeyOf(300));
+  CHECK_FALSE(it->Valid());
+  CHECK(it->status().ok());
+  CHECK(Block::ParseBorrowed(Slice("abc")).error().IsCorruption());
+}
+
 TEST_CASE("Block: an empty block parses and iterates nothing") {
   BlockBuilder b(16);
   auto block = Block::Parse(b.Finish().ToString());
