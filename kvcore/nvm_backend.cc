@@ -147,6 +147,9 @@ Status NvmBackend::Open(bool new_db) {
   co.is_tombstone = [](const Slice& k) {
     return k.size() >= kInternalKeyTrailer && static_cast<ValueType>(ExtractTrailer(k) & 0xff) == kTypeDeletion;
   };
+  // Internal keys sort by their user key's bytes first with the bytewise
+  // user order: the rows' fences (RowTableOptions::key_fences) hold.
+  co.key_fences = ctx_->icmp.user_comparator() == BytewiseComparator();
   co.use_hints = o.use_cross_row_hints;
   co.use_blooms = o.use_row_blooms;
   auto c = MatrixContainer::Open(pool_.get(), co);

@@ -135,6 +135,7 @@ MatrixContainer::MatrixContainer(Pool* pool, const ContainerOptions& options) : 
   row_options_.bloom_bits_per_key = options.bloom_bits_per_key;
   row_options_.prefix_length = options.prefix_length;
   row_options_.is_tombstone = options.is_tombstone;
+  row_options_.key_fences = options.key_fences;
 }
 
 MatrixContainer::~MatrixContainer() = default;

@@ -99,6 +99,7 @@ struct ContainerOptions {
   uint32_t max_receiver_rows = 0;
   double tombstone_share = 0;
   std::function<bool(const Slice&)> is_tombstone;
+  bool key_fences = false;  // see RowTableOptions
   // Benchmark switches: false searches every row fully / ignores blooms.
   bool use_hints = true;
   bool use_blooms = true;
@@ -306,6 +307,9 @@ void ContainerVersion::Get(const Slice& target, Found&& found) const {
   const size_t nrows = rows_.size();
   // Every row has the container's RowTableOptions: one hash for all blooms.
   const uint64_t h = use_blooms_ && nrows > 0 ? rows_[0].table->FilterHash(target) : 0;
+  if (use_blooms_) {
+    for (size_t i = 0; i < nrows; i++) rows_[i].table->PrefetchHash(h);
+  }
   for (size_t i = 0; i < nrows; i++) {
     const RowTable& t = *rows_[i].table;
     const uint32_t n = t.num_entries(), start = rows_[i].start;

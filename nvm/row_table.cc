@@ -130,6 +130,13 @@ Result<std::shared_ptr<const RowTable>> RowTable::Open(const RowTableOptions& op
   if (options.is_tombstone) {
     for (uint32_t i = live_from; i < t->n_; i++) t->tombstones_ += options.is_tombstone(t->Key(i)) ? 1 : 0;
   }
+  if (options.key_fences && live_from < t->n_) {
+    t->fence_from_ = (live_from + kFenceStride - 1) / kFenceStride;
+    t->fences_.assign((t->n_ + kFenceStride - 1) / kFenceStride, 0);
+    for (uint32_t j = t->fence_from_; j < t->fences_.size(); j++) {
+      t->fences_[j] = Fence(t->FilterKey(t->Key(j * kFenceStride)));
+    }
+  }
   if (options.bloom_bits_per_key > 0 && live_from < t->n_) {
     t->bloom_.Init(t->n_ - live_from, options.bloom_bits_per_key);
     for (uint32_t i = live_from; i < t->n_; i++) t->bloom_.Add(Hash64(t->FilterKey(t->Key(i))));
@@ -181,6 +188,20 @@ bool RowTable::BlockedBloom::MayMatch(uint64_t h) const {
 }
 
 uint32_t RowTable::LowerBound(const Slice& target, uint32_t lo, uint32_t hi) const {
+  if (hi - lo > kFenceStride && lo < hi && !fences_.empty()) {
+    // The fences of entries in [lo, hi): those below the target's end the
+    // search's lower part, the first above it its upper part.
+    const uint32_t jlo = std::max(fence_from_, (lo + kFenceStride - 1) / kFenceStride);
+    const uint32_t jhi = (hi + kFenceStride - 1) / kFenceStride;
+    if (jlo < jhi) {
+      const uint64_t t8 = Fence(FilterKey(target));
+      const uint64_t* f = fences_.data();
+      const uint32_t a = static_cast<uint32_t>(std::lower_bound(f + jlo, f + jhi, t8) - f);
+      const uint32_t b = static_cast<uint32_t>(std::upper_bound(f + a, f + jhi, t8) - f);
+      if (a > jlo) lo = std::max(lo, (a - 1) * kFenceStride + 1);
+      if (b < jhi) hi = std::min(hi, b * kFenceStride);
+    }
+  }
   const Comparator* cmp = options_.comparator;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;

@@ -44,6 +44,7 @@
 // may read it. A RowTableBuilder is used by one thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -81,6 +82,13 @@ struct RowTableOptions {
   // True for a key that marks a deletion (kvcore: the internal key's type);
   // nullptr: none do. Counted at open (tombstones()).
   std::function<bool(const Slice&)> is_tombstone;
+  // True if the comparator orders keys by the bytes of filter_key(key)
+  // first (kvcore's internal keys over the bytewise user order): Open then
+  // keeps the first 8 bytes of every kFenceStride-th live key in DRAM, and
+  // LowerBound narrows its search to one stride with them before it reads
+  // keys in PM (a binary search over a 64 MiB row of 4 KiB values read a
+  // metadata line and a key page per step: ~28 cache and TLB misses).
+  bool key_fences = false;
 };
 
 class RowTable {
@@ -119,6 +127,8 @@ class RowTable {
 
   // First index in [lo, hi) whose key >= target, or hi.
   uint32_t LowerBound(const Slice& target, uint32_t lo, uint32_t hi) const;
+  // Every this many entries a fence (RowTableOptions::key_fences).
+  static constexpr uint32_t kFenceStride = 8;
   uint32_t LowerBound(const Slice& target) const { return LowerBound(target, 0, n_); }
   // False if filter_key(key) is certainly not in this row.
   bool KeyMayMatch(const Slice& key) const { return HashMayMatch(FilterHash(key)); }
@@ -127,6 +137,9 @@ class RowTable {
   // HashMayMatch, which touches one 64-byte block of the filter.
   uint64_t FilterHash(const Slice& key) const { return Hash64(FilterKey(key)); }
   bool HashMayMatch(uint64_t h) const { return bloom_.MayMatch(h); }
+  // Starts loading the line HashMayMatch(h) reads: a Get asks every row's
+  // bloom, each a cache miss of its own unless they overlap.
+  void PrefetchHash(uint64_t h) const { bloom_.Prefetch(h); }
   // False if no live key's filter_key starts with prefix, as far as the
   // prefix bloom knows: only a prefix of exactly options' prefix_length
   // bytes can be ruled out (any other, or no prefix bloom: true).
@@ -183,6 +196,9 @@ class RowTable {
     void Init(uint64_t keys, int bits_per_key);
     void Add(uint64_t h);
     bool MayMatch(uint64_t h) const;
+    void Prefetch(uint64_t h) const {
+      if (blocks_ != 0) __builtin_prefetch(&bits_[Block(h) * kBlockWords]);
+    }
 
    private:
     static constexpr uint32_t kBlockBits = 512;
@@ -196,6 +212,19 @@ class RowTable {
   BlockedBloom bloom_;
   BlockedBloom prefix_bloom_;
   uint32_t tombstones_ = 0;
+  // key_fences: fences_[j] is the first 8 bytes of filter_key(Key(j *
+  // kFenceStride)), big-endian, zero-padded, for j >= fence_from_ (the
+  // first at or after Open's live_from; entries below it are not read).
+  // Keys sort as their fences do, ties aside: a fence below the target's
+  // says its key is below the target, one above says above.
+  std::vector<uint64_t> fences_;
+  uint32_t fence_from_ = 0;
+  static uint64_t Fence(const Slice& k) {
+    uint64_t f = 0;
+    const size_t n = std::min<size_t>(k.size(), 8);
+    for (size_t i = 0; i < n; i++) f |= uint64_t{static_cast<uint8_t>(k[i])} << (56 - 8 * i);
+    return f;
+  }
 };
 
 // An iterator over entries [begin, end) of one row; SeekToIndex lets the

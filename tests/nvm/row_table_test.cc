@@ -286,3 +286,56 @@ TEST_CASE("RowTable: an empty value at the very end of the row reads as empty (n
   CHECK(r.table->Key(0) == Slice(kv[0].first));
   CHECK(r.table->Value(0).empty());
 }
+
+TEST_CASE("RowTable: with key fences LowerBound finds what a plain search finds, in any window") {
+  // Keys sharing long prefixes (fences tie), shorter than 8 bytes, and with
+  // zero bytes (a short key and its zero-padded fence).
+  std::vector<std::string> keys;
+  Random rnd(7);
+  for (int i = 0; i < 600; i++) {
+    std::string k;
+    switch (rnd.Uniform(4)) {
+      case 0: k = "dir" + std::string(1, static_cast<char>(rnd.Uniform(3))) + "name" + std::to_string(rnd.Uniform(1000)); break;
+      case 1: k = std::string(1 + rnd.Uniform(7), static_cast<char>('a' + rnd.Uniform(3))); break;
+      case 2: k = std::string(rnd.Uniform(3), 'a') + std::string(1 + rnd.Uniform(2), '\0'); break;
+      default: {
+        char b[8];
+        EncodeFixed64(b, rnd.Next());
+        k = std::string(b, 8) + std::to_string(rnd.Uniform(10));
+      }
+    }
+    keys.push_back(k);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  KVs kv;
+  for (auto& k : keys) kv.emplace_back(k, "v");
+  RowTableOptions fenced;
+  fenced.key_fences = true;
+  DramRow plain = BuildDram(kv, 1, nullptr);
+  DramRow with = BuildDram(kv, 1, nullptr, fenced);
+  const uint32_t n = with.table->num_entries();
+  REQUIRE(n == keys.size());
+  // Also a row whose first live entries are skipped (fences start after them).
+  const uint32_t live_from = 13;
+  const uint32_t pages = with.table->page_count();
+  auto skipped = RowTable::Open(fenced, with.mem.get(), pages, 0, pages, 1, "dram", live_from);
+  REQUIRE(skipped.has_value());
+  std::vector<std::string> targets = keys;
+  for (auto& k : keys) {
+    targets.push_back(k + std::string(1, '\0'));
+    if (!k.empty()) targets.push_back(k.substr(0, k.size() - 1));
+    if (k.size() > 8) targets.push_back(k.substr(0, 8));
+  }
+  targets.push_back("");
+  targets.push_back(std::string(12, '\xff'));
+  for (const std::string& t : targets) {
+    const uint32_t lo = rnd.Uniform(n + 1), hi = lo + rnd.Uniform(n + 1 - lo);
+    const uint32_t want = plain.table->LowerBound(t, lo, hi);
+    CHECK(want == static_cast<uint32_t>(std::lower_bound(keys.begin() + lo, keys.begin() + hi, t) - keys.begin()));
+    CHECK(with.table->LowerBound(t, lo, hi) == want);
+    CHECK(with.table->LowerBound(t) == plain.table->LowerBound(t));
+    const uint32_t slo = std::max(lo, live_from);
+    CHECK((*skipped)->LowerBound(t, slo, std::max(slo, hi)) == plain.table->LowerBound(t, slo, std::max(slo, hi)));
+  }
+}
