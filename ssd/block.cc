@@ -11,7 +11,7 @@ Status Block::CheckRestarts(Slice contents, uint32_t* restart_offset_out, uint32
   const uint64_t max_restarts = (n - 4) / 4;
   if (num_restarts == 0 || num_restarts > max_restarts) {
     return Status::Corruption("block restart count " + std::to_string(num_restarts) + " invalid for a block of " +
-                                  std::to_string(n) + " bytes (expected 1.." + std::to_string(max_restarts) + ")");
+                              std::to_string(n) + " bytes (expected 1.." + std::to_string(max_restarts) + ")");
   }
   const uint32_t restart_offset = static_cast<uint32_t>(n - 4 - 4ull * num_restarts);
   uint32_t prev = 0;
@@ -19,12 +19,12 @@ Status Block::CheckRestarts(Slice contents, uint32_t* restart_offset_out, uint32
     uint32_t r = DecodeFixed32(contents.data() + restart_offset + 4ull * i);
     if (r >= restart_offset && !(r == 0 && restart_offset == 0)) {
       return Status::Corruption("block restart " + std::to_string(i) + " points at " + std::to_string(r) +
-                                    ", past the entries ending at " + std::to_string(restart_offset));
+                              ", past the entries ending at " + std::to_string(restart_offset));
     }
     if (i > 0 && r <= prev) {
       return Status::Corruption("block restart " + std::to_string(i) + " at " + std::to_string(r) +
-                                    " does not follow restart " + std::to_string(i - 1) + " at " +
-                                    std::to_string(prev));
+                              " does not follow restart " + std::to_string(i - 1) + " at " +
+                              std::to_string(prev));
     }
     if (i == 0 && r != 0) return Status::Corruption("block restart 0 is " + std::to_string(r) + ", expected 0");
     prev = r;
