@@ -155,6 +155,24 @@ void MatrixFs::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to
     return (void)fuse_reply_err(req, EPERM);
   }
   if (cfg_.read_only) return (void)fuse_reply_err(req, EROFS);
+  // Times alone for an inode the last unlink deleted (nobody had it open):
+  // the kernel writes back the times it kept (writeback cache) when it
+  // evicts the inode (fuse_write_inode), after the UNLINK. Nobody can see
+  // them any more, so they are accepted and dropped, as GetAttr answers
+  // such an inode from its Node. Refused (ENOENT), the kernel kept the
+  // error as a write-back error of the file system, and the next syncfs(2)
+  // on the mount failed with it (`sync -f` after tar unpacked a symlink).
+  constexpr int kTimes = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+                         FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+  if ((to_set & ~kTimes) == 0) {
+    InodeLocks locks(this, {ino});
+    const Node* n = FindNode(ino);
+    if (n != nullptr && n->deleted) {
+      struct stat st;
+      FillStat(ino, n->attr, &st);
+      return (void)fuse_reply_attr(req, &st, AttrTimeout());
+    }
+  }
   // With FUSE_HANDLE_KILLPRIV_V2 the kernel's fuse_setattr drops the VFS's
   // ATTR_KILL_SUID/SGID (and the mode change they imply) before it sends
   // anything, and flags only chowns that name an owner or a group and
