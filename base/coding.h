@@ -30,6 +30,14 @@ inline void EncodeBigEndian32(char* dst, uint32_t v) { v = __builtin_bswap32(v);
 inline void EncodeBigEndian64(char* dst, uint64_t v) { v = __builtin_bswap64(v); std::memcpy(dst, &v, 8); }
 inline uint32_t DecodeBigEndian32(const char* p) { uint32_t v; std::memcpy(&v, p, 4); return __builtin_bswap32(v); }
 inline uint64_t DecodeBigEndian64(const char* p) { uint64_t v; std::memcpy(&v, p, 8); return __builtin_bswap64(v); }
+// The first 8 bytes of s as a big-endian number, zero-padded when s is
+// shorter: numbers order as the bytes do, up to ties (a short s ties with
+// its zero-extended forms).
+inline uint64_t BigEndianPrefix64(const Slice& s) {
+  char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  std::memcpy(b, s.data(), s.size() < 8 ? s.size() : 8);
+  return DecodeBigEndian64(b);
+}
 
 void PutFixed32(std::string* dst, uint32_t v);
 void PutFixed64(std::string* dst, uint64_t v);

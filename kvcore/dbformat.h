@@ -127,9 +127,7 @@ class LookupKey {
 // orders). False for a key too short to be an internal key.
 inline bool InternalKeyPrefix(const Slice& internal_key, uint64_t* prefix) {
   if (internal_key.size() < kInternalKeyTrailer) return false;
-  char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  std::memcpy(b, internal_key.data(), std::min<size_t>(internal_key.size() - kInternalKeyTrailer, 8));
-  *prefix = DecodeBigEndian64(b);
+  *prefix = BigEndianPrefix64(Slice(internal_key.data(), internal_key.size() - kInternalKeyTrailer));
   return true;
 }
 

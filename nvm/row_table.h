@@ -44,7 +44,6 @@
 // may read it. A RowTableBuilder is used by one thread.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -53,6 +52,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/coding.h"
 #include "base/comparator.h"
 #include "base/hash.h"
 #include "base/iterator.h"
@@ -219,12 +219,7 @@ class RowTable {
   // says its key is below the target, one above says above.
   std::vector<uint64_t> fences_;
   uint32_t fence_from_ = 0;
-  static uint64_t Fence(const Slice& k) {
-    uint64_t f = 0;
-    const size_t n = std::min<size_t>(k.size(), 8);
-    for (size_t i = 0; i < n; i++) f |= uint64_t{static_cast<uint8_t>(k[i])} << (56 - 8 * i);
-    return f;
-  }
+  static uint64_t Fence(const Slice& k) { return BigEndianPrefix64(k); }
 };
 
 // An iterator over entries [begin, end) of one row; SeekToIndex lets the

@@ -64,6 +64,24 @@ TEST_CASE("Coding: big-endian keys sort numerically") {
   }
 }
 
+TEST_CASE("Coding: BigEndianPrefix64 is the first 8 bytes, zero-padded, and orders as the bytes do") {
+  CHECK(BigEndianPrefix64(Slice()) == 0);
+  CHECK(BigEndianPrefix64(Slice("\x01", 1)) == 0x0100000000000000ull);
+  CHECK(BigEndianPrefix64(Slice("abcdefghij")) == BigEndianPrefix64(Slice("abcdefgh")));
+  std::string k;
+  PutBigEndian64(&k, 0x0102030405060708ull);
+  CHECK(BigEndianPrefix64(k + "tail") == 0x0102030405060708ull);
+  Random rnd(43);
+  for (int i = 0; i < 1000; i++) {
+    std::string a(rnd.Uniform(12), '\0'), b(rnd.Uniform(12), '\0');
+    for (char& c : a) c = static_cast<char>(rnd.Uniform(3));
+    for (char& c : b) c = static_cast<char>(rnd.Uniform(3));
+    const uint64_t pa = BigEndianPrefix64(a), pb = BigEndianPrefix64(b);
+    if (pa < pb) CHECK(Slice(a).compare(Slice(b)) < 0);
+    if (pa > pb) CHECK(Slice(a).compare(Slice(b)) > 0);
+  }
+}
+
 TEST_CASE("Coding: length-prefixed slice with short body fails") {
   std::string buf;
   PutLengthPrefixedSlice(&buf, Slice("hello"));

@@ -563,9 +563,7 @@ TEST_CASE("Table: a Get through the index keys' summaries finds what the index s
   int calls = 0;
   with.key_prefix = [&calls](const Slice& k, uint64_t* p) {
     calls++;
-    char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    std::memcpy(b, k.data(), std::min<size_t>(k.size(), 8));
-    *p = DecodeBigEndian64(b);
+    *p = BigEndianPrefix64(k);
     return true;
   };
   // Every summary the same (keys sharing their first 8 bytes over a whole
