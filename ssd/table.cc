@@ -156,34 +156,37 @@ struct TableRep {
     return it.status().ok();
   }
 
-  // Sets an undecided slot to block (kept) or NotKept(). If another reader
-  // decided it first, nothing changes and *expected is what it chose.
-  bool Decide(std::atomic<const Block*>* slot, const Block* block, const Block** expected) const {
-    *expected = nullptr;
-    return slot->compare_exchange_strong(*expected, block, std::memory_order_acq_rel);
+  // Decides an undecided slot: block if not null (its charge already taken
+  // from the budget), else NotKept(). The kept block (this one, or the one
+  // another reader decided first, whose decision stands: this block's
+  // charge goes back), or nullptr if the slot says NotKept().
+  const Block* Settle(std::atomic<const Block*>* slot, uint32_t ordinal, std::shared_ptr<const Block> block,
+                      size_t charge) const {
+    const Block* expected = nullptr;
+    if (!slot->compare_exchange_strong(expected, block ? block.get() : NotKept(), std::memory_order_acq_rel)) {
+      if (block) options.pin_budget->Release(charge);
+      return expected != NotKept() ? expected : nullptr;
+    }
+    if (!block) return nullptr;
+    // Only the winner of the slot writes its owner; readers go by the slot.
+    const Block* kept_block = block.get();
+    kept_owner[ordinal] = std::move(block);
+    kept_bytes.fetch_add(charge, std::memory_order_relaxed);
+    return kept_block;
   }
 
-  // Decides an undecided slot for block: kept if every entry passes
-  // pin_entry and the budget has room, else NotKept(). True if the slot
-  // holds a kept block now (this one, or another reader's copy of it).
-  bool Keep(std::atomic<const Block*>* slot, uint32_t ordinal, const std::shared_ptr<const Block>& block) const {
+  // Decides an undecided slot for block (the block cache's copy): kept if
+  // every entry passes pin_entry and the budget has room, else NotKept().
+  void Keep(std::atomic<const Block*>* slot, uint32_t ordinal, const std::shared_ptr<const Block>& block) const {
     const size_t charge = block->size() + kPinnedBlockOverhead;
     const bool keep = PointersOnly(*block) && options.pin_budget->TryCharge(charge);
-    const Block* expected;
-    if (!Decide(slot, keep ? block.get() : NotKept(), &expected)) {
-      if (keep) options.pin_budget->Release(charge);  // another reader decided first
-      return expected != NotKept();  // kept by that reader: not for the block cache either
-    }
-    if (!keep) return false;
-    // Only the winner of the slot writes its owner; readers go by the slot.
-    kept_owner[ordinal] = block;
-    kept_bytes.fetch_add(charge, std::memory_order_relaxed);
-    return true;
+    Settle(slot, ordinal, keep ? block : nullptr, charge);
   }
 
   // As Keep, for probe, a block parsed over bytes (the caller's buffer)
-  // that a kept block copies into the arena. The kept block (this one or
-  // another reader's), or nullptr if the slot says NotKept().
+  // that a kept block copies into the arena (if another reader decided the
+  // slot first, the arena keeps that copy for nothing: one block per lost
+  // race). The kept block, or nullptr if the slot says NotKept().
   const Block* KeepCopy(std::atomic<const Block*>* slot, uint32_t ordinal, const Block& probe,
                         const std::string& bytes) const {
     const size_t charge = probe.size() + kPinnedBlockOverhead;
@@ -198,17 +201,7 @@ struct TableRep {
         options.pin_budget->Release(charge);
       }
     }
-    const Block* expected;
-    if (!Decide(slot, block ? block.get() : NotKept(), &expected)) {
-      // Another reader decided first (the arena keeps the bytes copied for
-      // nothing: one block per reader that lost a race for a slot).
-      if (block) options.pin_budget->Release(charge);
-      return expected != NotKept() ? expected : nullptr;
-    }
-    if (!block) return nullptr;
-    kept_owner[ordinal] = block;
-    kept_bytes.fetch_add(charge, std::memory_order_relaxed);
-    return block.get();
+    return Settle(slot, ordinal, std::move(block), charge);
   }
 
   // n bytes of the arena, for a kept block.
