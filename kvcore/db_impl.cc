@@ -144,10 +144,7 @@ Status DBImpl::Get(const ReadOptions& options, const Slice& key, std::string* va
   if (ctx_.options.background_yields_to_readers && readers_.NoteRead()) UpdateBackgroundShares();
   LookupKey lkey(key, seq);
   Status s;
-  if (view->mem && view->mem->Get(lkey, value, &s)) return s;
-  for (const auto& imm : view->imms) {
-    if (imm->Get(lkey, value, &s)) return s;
-  }
+  if (MemTable::GetNewest(view->mem.get(), view->imms, lkey, value, &s)) return s;
   return view->version->Get(options, lkey, value);
 }
 

@@ -140,8 +140,44 @@ bool MemTable::Get(const LookupKey& key, std::string* value, Status* s) const {
   if (bloom_lines_ > 0 && !BloomMayContain(key.user_key())) return false;
   Table::Iterator iter(&table_);
   iter.Seek(key.memtable_key().data());
-  if (!iter.Valid()) return false;
-  Slice ikey = GetLengthPrefixedSliceAt(iter.key());
+  return GetFromEntry(iter.Valid() ? iter.key() : nullptr, key, value, s);
+}
+
+bool MemTable::GetNewest(const MemTable* mem, const std::vector<std::shared_ptr<MemTable>>& imms,
+                         const LookupKey& key, std::string* value, Status* s) {
+  // Beside a writer there are a few memtables at most (the mutable one and
+  // those waiting for their flush); more are searched a batch at a time.
+  constexpr int kBatch = 8;
+  const MemTable* tables[kBatch];
+  const Table* lists[kBatch];
+  const char* const* found[kBatch];
+  size_t next = 0;  // the next of imms to batch
+  bool mem_done = mem == nullptr;
+  while (!mem_done || next < imms.size()) {
+    int n = 0;
+    if (!mem_done) {
+      tables[n++] = mem;
+      mem_done = true;
+    }
+    while (n < kBatch && next < imms.size()) tables[n++] = imms[next++].get();
+    int searched = 0;
+    for (int i = 0; i < n; i++) {
+      const MemTable* t = tables[i];
+      if (t->bloom_lines_ > 0 && !t->BloomMayContain(key.user_key())) continue;
+      tables[searched] = t;
+      lists[searched++] = &t->table_;
+    }
+    Table::FindEach(lists, searched, key.memtable_key().data(), found);
+    for (int i = 0; i < searched; i++) {
+      if (tables[i]->GetFromEntry(found[i] == nullptr ? nullptr : *found[i], key, value, s)) return true;
+    }
+  }
+  return false;
+}
+
+bool MemTable::GetFromEntry(const char* entry, const LookupKey& key, std::string* value, Status* s) const {
+  if (entry == nullptr) return false;
+  Slice ikey = GetLengthPrefixedSliceAt(entry);
   if (comparator_.comparator.user_comparator()->Compare(ExtractUserKey(ikey), key.user_key()) != 0) return false;
   switch (static_cast<ValueType>(ExtractTrailer(ikey) & 0xff)) {
     case kTypeValue: {

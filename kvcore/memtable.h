@@ -15,6 +15,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/iterator.h"
 #include "base/status.h"
@@ -49,6 +50,11 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   // The newest entry for key visible at key's sequence: true with *value for
   // a put, true with NotFound in *s for a deletion, false if key is absent.
   bool Get(const LookupKey& key, std::string* value, Status* s) const;
+  // Get from the newest of mem (may be nullptr) and imms (newest first)
+  // that holds key: their skiplists are searched at once
+  // (SkipList::FindEach), not one after the other.
+  static bool GetNewest(const MemTable* mem, const std::vector<std::shared_ptr<MemTable>>& imms,
+                        const LookupKey& key, std::string* value, Status* s);
 
   // An iterator over internal keys; it keeps this memtable alive.
   std::unique_ptr<Iterator> NewIterator();
@@ -70,6 +76,8 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   };
   using Table = SkipList<const char*, KeyComparator>;
   class MemTableIterator;
+  // Get's answer from entry, the first entry at or after key (nullptr: none).
+  bool GetFromEntry(const char* entry, const LookupKey& key, std::string* value, Status* s) const;
 
   // Values up to this many bytes stay inline, behind their key.
   static constexpr size_t kMaxInlineValue = 256;

@@ -41,6 +41,14 @@ class SkipList {
   void InsertAllocated(char* mem, const Key& key);
   bool Contains(const Key& key) const;
 
+  // Searches lists[0..n) for key at once, a step of each in turn, and sets
+  // found[i] to the first key >= key in lists[i] (nullptr: none). Each step
+  // of a search waits for a node that is mostly out of the cache beside a
+  // writer; taking the lists' steps in turn keeps their misses in flight
+  // together instead of one after the other (a Get searches the mutable
+  // memtable and, most of the time, an immutable one being flushed).
+  static void FindEach(const SkipList* const* lists, int n, const Key& key, const Key** found);
+
   class Iterator {
    public:
     explicit Iterator(const SkipList* list) : list_(list) {}
@@ -91,6 +99,15 @@ class SkipList {
   bool Equal(const Key& a, const Key& b) const { return compare_(a, b) == 0; }
   bool KeyIsAfterNode(const Key& key, Node* n) const { return n != nullptr && compare_(n->key, key) < 0; }
   Node* FindGreaterOrEqual(const Key& key, Node** prev) const;
+  // One search of FindEach: FindGreaterOrEqual's loop, a step at a time.
+  struct Search {
+    const SkipList* list;
+    Node* x;
+    Node* last_bigger;
+    int level;
+  };
+  // One step of s: true with *found set when the search has ended.
+  bool Step(const Key& key, Search* s, Node** found) const;
   // The cache lines of n's node and of the entry behind it (AllocateWithNode).
   static void Prefetch(const Node* n) {
     if (n == nullptr) return;
@@ -146,6 +163,57 @@ typename SkipList<Key, Cmp>::Node* SkipList<Key, Cmp>::FindGreaterOrEqual(const 
       if (level == 0) return next;
       last_bigger = next;
       level--;
+    }
+  }
+}
+
+template <typename Key, class Cmp>
+bool SkipList<Key, Cmp>::Step(const Key& key, Search* s, Node** found) const {
+  Node* next = s->x->Next(s->level);
+  if (next != s->last_bigger && next != nullptr) {
+    // Where the search goes if it drops a level: x's node is in the cache,
+    // the node it points to one level down mostly not.
+    if (s->level > 0) Prefetch(s->x->NoBarrierNext(s->level - 1));
+    Prefetch(next->NoBarrierNext(s->level));
+    if (KeyIsAfterNode(key, next)) {
+      s->x = next;
+      return false;
+    }
+  }
+  if (s->level == 0) {
+    *found = next;
+    return true;
+  }
+  s->last_bigger = next;
+  s->level--;
+  return false;
+}
+
+template <typename Key, class Cmp>
+void SkipList<Key, Cmp>::FindEach(const SkipList* const* lists, int n, const Key& key, const Key** found) {
+  constexpr int kAtOnce = 4;
+  for (int first = 0; first < n; first += kAtOnce) {
+    const int count = n - first < kAtOnce ? n - first : kAtOnce;
+    Search searches[kAtOnce];
+    int running = 0;  // searches[0..running) have not ended
+    int index[kAtOnce];  // searches[j] is lists[index[j]]'s
+    for (int i = 0; i < count; i++) {
+      const SkipList* list = lists[first + i];
+      searches[running] = Search{list, list->head_, nullptr, list->GetMaxHeight() - 1};
+      index[running++] = first + i;
+    }
+    while (running > 0) {
+      for (int j = 0; j < running;) {
+        Node* node;
+        if (searches[j].list->Step(key, &searches[j], &node)) {
+          found[index[j]] = node == nullptr ? nullptr : &node->key;
+          running--;
+          searches[j] = searches[running];
+          index[j] = index[running];
+        } else {
+          j++;
+        }
+      }
     }
   }
 }

@@ -57,6 +57,61 @@ TEST_CASE("MemTable: a delete is found as a tombstone") {
   CHECK(s.IsNotFound());
 }
 
+TEST_CASE("MemTable::GetNewest: the newest memtable holding the key answers, at the lookup's sequence") {
+  // The mutable memtable and ten immutable ones (newest first), so that
+  // the searches run in more than one batch; with and without a bloom.
+  for (size_t bloom : {size_t{0}, size_t{4096}}) {
+    constexpr int kImms = 10;
+    auto mem = std::make_shared<MemTable>(InternalKeyComparator(BytewiseComparator()), bloom);
+    std::vector<std::shared_ptr<MemTable>> imms;
+    for (int i = 0; i < kImms; i++) {
+      imms.push_back(std::make_shared<MemTable>(InternalKeyComparator(BytewiseComparator()), bloom));
+    }
+    // Key "k<j>" is written to imms[j] (oldest first: sequence grows toward
+    // the newest), then deleted in mem for j == 3; "both" is in every one.
+    SequenceNumber seq = 1;
+    for (int j = kImms - 1; j >= 0; j--) {
+      imms[j]->Add(seq++, kTypeValue, "k" + std::to_string(j), "v" + std::to_string(j));
+      imms[j]->Add(seq++, kTypeValue, "both", "b" + std::to_string(j));
+    }
+    const SequenceNumber before_mem = seq - 1;
+    mem->Add(seq++, kTypeDeletion, "k3", "");
+    mem->Add(seq++, kTypeValue, "both", "mem");
+    auto get = [&](const MemTable* m, const std::string& key, SequenceNumber at, bool* found, Status* s) {
+      std::string value;
+      *s = Status::OK();
+      *found = MemTable::GetNewest(m, imms, LookupKey(key, at), &value, s);
+      return value;
+    };
+    bool found;
+    Status s;
+    for (int j = 0; j < kImms; j++) {
+      const std::string v = get(mem.get(), "k" + std::to_string(j), seq, &found, &s);
+      CHECK(found);
+      if (j == 3) {
+        CHECK(s.IsNotFound());
+      } else {
+        CHECK(s.ok());
+        CHECK(v == "v" + std::to_string(j));
+      }
+    }
+    CHECK(get(mem.get(), "both", seq, &found, &s) == "mem");
+    CHECK(found);
+    // Before mem's writes the newest immutable memtable's value shows.
+    CHECK(get(mem.get(), "both", before_mem, &found, &s) == "b0");
+    CHECK(get(nullptr, "both", seq, &found, &s) == "b0");
+    CHECK(get(nullptr, "k3", seq, &found, &s) == "v3");
+    get(mem.get(), "absent", seq, &found, &s);
+    CHECK_FALSE(found);
+    // An empty list of immutable memtables: mem alone.
+    std::vector<std::shared_ptr<MemTable>> none;
+    std::string value;
+    CHECK(MemTable::GetNewest(mem.get(), none, LookupKey("both", seq), &value, &s));
+    CHECK(value == "mem");
+    CHECK_FALSE(MemTable::GetNewest(nullptr, none, LookupKey("both", seq), &value, &s));
+  }
+}
+
 TEST_CASE("MemTable: iterator yields internal keys in comparator order") {
   auto mem = NewMem();
   mem->Add(3, kTypeValue, "b", "b3");

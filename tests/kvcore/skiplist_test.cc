@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <set>
 #include <thread>
@@ -120,6 +121,42 @@ TEST_CASE("SkipList: concurrent readers see a sorted list holding every publishe
   CHECK_FALSE(failed.load());
   CHECK(reads.load() >= 2);
   for (uint64_t k = 0; k < kKeys; k++) REQUIRE(list.Contains(k));
+}
+
+TEST_CASE("SkipList: FindEach finds in every list what a Seek of each finds") {
+  // Nine lists (more than FindEach searches at once), of different sizes
+  // and one empty, so that their searches end at different steps.
+  constexpr int kLists = 9;
+  Arena arena;
+  std::vector<std::unique_ptr<List>> lists;
+  std::vector<std::set<uint64_t>> models(kLists);
+  Random rnd(5);
+  for (int i = 0; i < kLists; i++) {
+    lists.push_back(std::make_unique<List>(U64Cmp(), &arena));
+    const int n = i == 4 ? 0 : static_cast<int>(rnd.Uniform(3000));
+    for (int j = 0; j < n; j++) {
+      const uint64_t k = 2 * rnd.Uniform(5000);  // even keys: odd targets are absent
+      if (models[i].insert(k).second) lists[i]->Insert(k);
+    }
+  }
+  std::vector<const List*> ptrs;
+  for (auto& l : lists) ptrs.push_back(l.get());
+  for (int t = 0; t < 2000; t++) {
+    const uint64_t target = rnd.Uniform(10002);
+    for (int n : {1, 2, kLists}) {
+      const uint64_t* found[kLists];
+      List::FindEach(ptrs.data(), n, target, found);
+      for (int i = 0; i < n; i++) {
+        auto it = models[i].lower_bound(target);
+        if (it == models[i].end()) {
+          CHECK(found[i] == nullptr);
+        } else {
+          REQUIRE(found[i] != nullptr);
+          CHECK(*found[i] == *it);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("SkipList: keys stored behind their nodes (AllocateWithNode) iterate in order") {
