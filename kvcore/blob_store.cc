@@ -47,4 +47,25 @@ Status BlobStore::Read(const Slice& user_key, const BlobIndex& index, std::strin
   return (*reader)->Get(user_key, index.offset, index.value_size, value);
 }
 
+Status BlobStore::Read(const Slice& user_key, const BlobIndex& index, PinnableSlice* value) {
+  auto reader = readers_.FindOrOpen(index.file_number, [&] { return Open(index.file_number); });
+  if (!reader) {
+    value->Reset();
+    return reader.error();
+  }
+  std::string* buf = value->Buffer();
+  Slice v;
+  bool mapped = false;
+  Status s = (*reader)->GetInPlace(user_key, index.offset, index.value_size, buf, &v, &mapped);
+  if (!s.ok()) return s;
+  if (!mapped) {
+    value->SetFromBuffer(static_cast<size_t>(v.data() - buf->data()), v.size());
+  } else {
+    // In the mapping: the reader keeps it (shared_ptr<const void> aliases
+    // the reader's own count, no allocation).
+    value->Pin(v, std::shared_ptr<const void>(std::move(*reader)));
+  }
+  return Status::OK();
+}
+
 }  // namespace mxfs

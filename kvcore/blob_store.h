@@ -40,6 +40,7 @@
 #include "base/status.h"
 #include "kvcore/db_context.h"
 #include "kvcore/file_lru.h"
+#include "kvcore/include/pinnable_slice.h"
 #include "ssd/blob_file.h"
 
 namespace mxfs {
@@ -69,7 +70,14 @@ class BlobStore {
   [[nodiscard]] Status Read(const Slice& user_key, const Slice& encoded_index, std::string* value);
   // The same for an index already decoded.
   [[nodiscard]] Status Read(const Slice& user_key, const BlobIndex& index, std::string* value);
-  // Forgets the reader of a file that is being deleted.
+  // The same into a PinnableSlice: where the file is mapped (mmap_reads)
+  // the record is checked in place and the value pinned there, holding the
+  // file's reader (and so its mapping) until the PinnableSlice lets go;
+  // otherwise it is read into the PinnableSlice's buffer, not moved within
+  // it.
+  [[nodiscard]] Status Read(const Slice& user_key, const BlobIndex& index, PinnableSlice* value);
+  // Forgets the reader of a file that is being deleted (a pinned value keeps
+  // it open until released).
   void Evict(uint64_t number) { readers_.Evict(number); }
   // Blob files open now (at most max_open_files).
   size_t OpenFiles() { return readers_.Size(); }

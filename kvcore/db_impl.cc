@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <type_traits>
 
 #include "base/lock_check.h"
 #include "base/logging.h"
@@ -134,7 +135,8 @@ void DBImpl::RecordBackgroundError(const Status& s, const char* where) {
 
 // ---- reads -----------------------------------------------------------------
 
-Status DBImpl::Get(const ReadOptions& options, const Slice& key, std::string* value) {
+template <typename Value>
+Status DBImpl::GetImpl(const ReadOptions& options, const Slice& key, Value* value) {
   // The view first, then the sequence (PublishReadView says why).
   const std::shared_ptr<const ReadView> view = read_view_.Load();
   if (!view) return Status::InvalidArgument("database " + ctx_.dbname + " is closed");
@@ -144,8 +146,29 @@ Status DBImpl::Get(const ReadOptions& options, const Slice& key, std::string* va
   if (ctx_.options.background_yields_to_readers && readers_.NoteRead()) UpdateBackgroundShares();
   LookupKey lkey(key, seq);
   Status s;
-  if (MemTable::GetNewest(view->mem.get(), view->imms, lkey, value, &s)) return s;
+  // A memtable value is copied, into a PinnableSlice's buffer too (as
+  // RocksDB does).
+  std::string* buf;
+  if constexpr (std::is_same_v<Value, PinnableSlice>) {
+    buf = value->Buffer();
+  } else {
+    buf = value;
+  }
+  if (MemTable::GetNewest(view->mem.get(), view->imms, lkey, buf, &s)) {
+    if constexpr (std::is_same_v<Value, PinnableSlice>) {
+      if (s.ok()) value->SetFromBuffer(0, buf->size());
+    }
+    return s;
+  }
   return view->version->Get(options, lkey, value);
+}
+
+Status DBImpl::Get(const ReadOptions& options, const Slice& key, std::string* value) {
+  return GetImpl(options, key, value);
+}
+
+Status DBImpl::Get(const ReadOptions& options, const Slice& key, PinnableSlice* value) {
+  return GetImpl(options, key, value);
 }
 
 void DBImpl::PublishReadView() {

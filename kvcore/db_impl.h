@@ -79,6 +79,7 @@ class DBImpl final : public DB, private CompactionHost {
   Status Delete(const WriteOptions& options, const Slice& key) override;
   Status Write(const WriteOptions& options, WriteBatch* batch) override;
   Status Get(const ReadOptions& options, const Slice& key, std::string* value) override;
+  Status Get(const ReadOptions& options, const Slice& key, PinnableSlice* value) override;
   std::unique_ptr<Iterator> NewIterator(const ReadOptions& options) override;
   const Snapshot* GetSnapshot() override;
   void ReleaseSnapshot(const Snapshot* snapshot) override;
@@ -93,6 +94,9 @@ class DBImpl final : public DB, private CompactionHost {
   struct ManualCompaction;
   class SnapshotImpl;
 
+  // Get into a std::string or a PinnableSlice.
+  template <typename Value>
+  Status GetImpl(const ReadOptions& options, const Slice& key, Value* value);
   Status OpenLocked(std::unique_lock<std::mutex>& l);
   Status RecoverLog(uint64_t number, VersionEdit* edit, SequenceNumber* max_sequence);
   // PM WAL replay: records newer than the flushed sequence become immutable

@@ -29,8 +29,23 @@ uint64_t TotalFileSize(const FileList& files) {
 
 uint64_t Version::NumBytes(int level) const { return TotalFileSize(files_[level]); }
 
+namespace {
+
+// How GetFromFile and Version::Get hand a value to each kind of Value.
+void AssignValue(std::string* value, const Slice& v) { value->assign(v.data(), v.size()); }
+void AssignValue(PinnableSlice* value, const Slice& v) { value->Assign(v); }
+Status ReadBlob(BlobStore* blobs, const Slice& user_key, const BlobIndex& index, std::string* value) {
+  return blobs->Read(user_key, index, value);
+}
+Status ReadBlob(BlobStore* blobs, const Slice& user_key, const BlobIndex& index, PinnableSlice* value) {
+  return blobs->Read(user_key, index, value);
+}
+
+}  // namespace
+
+template <typename Value>
 Status Version::GetFromFile(const DbContext* ctx, const ReadOptions& options, const FileMetaData& f,
-                            const LookupKey& key, std::string* value, bool* found, bool* deleted) {
+                            const LookupKey& key, Value* value, bool* found, bool* deleted) {
   const Comparator* ucmp = ctx->icmp.user_comparator();
   Status corrupt;
   bool blob = false;
@@ -53,7 +68,7 @@ Status Version::GetFromFile(const DbContext* ctx, const ReadOptions& options, co
                                        // the blob read then fills.
                                        corrupt = blob_index.DecodeFrom(v);
                                      } else if (!*deleted) {
-                                       value->assign(v.data(), v.size());
+                                       AssignValue(value, v);
                                      }
                                    });
   if (!corrupt.ok()) {
@@ -62,14 +77,20 @@ Status Version::GetFromFile(const DbContext* ctx, const ReadOptions& options, co
   }
   if (s.IsNotFound()) return Status::OK();
   if (s.ok() && blob) {
-    s = ctx->blob_store->Read(key.user_key(), blob_index, value);
+    s = ReadBlob(ctx->blob_store, key.user_key(), blob_index, value);
     if (!s.ok()) s = s.WithContext("reading the value of a key in " + TableFileName(ctx->dbname, f.number));
   }
   return s;
 }
 
-Status Version::GetFromLevel(int level, const ReadOptions& options, const LookupKey& key, std::string* value,
-                             bool* found, bool* deleted) const {
+template Status Version::GetFromFile(const DbContext*, const ReadOptions&, const FileMetaData&, const LookupKey&,
+                                     std::string*, bool*, bool*);
+template Status Version::GetFromFile(const DbContext*, const ReadOptions&, const FileMetaData&, const LookupKey&,
+                                     PinnableSlice*, bool*, bool*);
+
+template <typename Value>
+Status Version::GetFromLevel(int level, const ReadOptions& options, const LookupKey& key, Value* value, bool* found,
+                             bool* deleted) const {
   const FileList& files = files_[level];
   const Slice ikey = key.internal_key();
   size_t lo = 0, hi = files.size();
@@ -84,6 +105,9 @@ Status Version::GetFromLevel(int level, const ReadOptions& options, const Lookup
   return GetFromFile(ctx_, options, f, key, value, found, deleted);
 }
 
+template Status Version::GetFromLevel(int, const ReadOptions&, const LookupKey&, std::string*, bool*, bool*) const;
+template Status Version::GetFromLevel(int, const ReadOptions&, const LookupKey&, PinnableSlice*, bool*, bool*) const;
+
 Status Version::Get(const ReadOptions& options, const LookupKey& key, std::string* value) const {
   bool found = false, deleted = false;
   MXFS_RETURN_IF_ERROR(level0_->Get(*this, options, key, value, &found, &deleted));
@@ -92,6 +116,25 @@ Status Version::Get(const ReadOptions& options, const LookupKey& key, std::strin
     MXFS_RETURN_IF_ERROR(GetFromLevel(level, options, key, value, &found, &deleted));
   }
   if (found && !deleted) return Status::OK();
+  return Status::NotFound(found ? "deleted" : "no such key");
+}
+
+Status Version::Get(const ReadOptions& options, const LookupKey& key, PinnableSlice* value) const {
+  bool found = false, deleted = false;
+  // L0 (the container, or SSD L0 tables) holds its values inline: copied.
+  std::string* buf = value->Buffer();
+  MXFS_RETURN_IF_ERROR(level0_->Get(*this, options, key, buf, &found, &deleted));
+  if (found) {
+    if (deleted) return Status::NotFound("deleted");
+    value->SetFromBuffer(0, buf->size());
+    return Status::OK();
+  }
+  for (int level = 1; !found && level < num_levels(); level++) {
+    if (files_[level].empty()) continue;
+    MXFS_RETURN_IF_ERROR(GetFromLevel(level, options, key, value, &found, &deleted));
+  }
+  if (found && !deleted) return Status::OK();
+  value->Reset();
   return Status::NotFound(found ? "deleted" : "no such key");
 }
 

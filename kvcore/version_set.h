@@ -35,6 +35,7 @@
 #include "base/status.h"
 #include "kvcore/db_context.h"
 #include "kvcore/dbformat.h"
+#include "kvcore/include/pinnable_slice.h"
 #include "kvcore/log_writer.h"
 #include "kvcore/version_edit.h"
 
@@ -60,6 +61,9 @@ class Version {
 
   // Searches L0 (through Level0) then L1..Ln. NotFound if absent or deleted.
   [[nodiscard]] Status Get(const ReadOptions& options, const LookupKey& key, std::string* value) const;
+  // The same into a PinnableSlice: a value from a mapped blob file is pinned
+  // (BlobStore::Read), every other value copied into its buffer.
+  [[nodiscard]] Status Get(const ReadOptions& options, const LookupKey& key, PinnableSlice* value) const;
   // Appends iterators over every level to iters.
   void AddIterators(const ReadOptions& options, std::vector<std::unique_ptr<Iterator>>* iters) const;
 
@@ -74,12 +78,16 @@ class Version {
   void GetOverlappingInputs(int level, const InternalKey* begin, const InternalKey* end, FileList* inputs) const;
   bool OverlapInLevel(int level, const Slice* smallest_user, const Slice* largest_user) const;
   // Searches level >= 1 for key: sets *found/*deleted as Level0::Get does.
-  [[nodiscard]] Status GetFromLevel(int level, const ReadOptions& options, const LookupKey& key, std::string* value,
+  // Value is std::string or PinnableSlice.
+  template <typename Value>
+  [[nodiscard]] Status GetFromLevel(int level, const ReadOptions& options, const LookupKey& key, Value* value,
                                     bool* found, bool* deleted) const;
 
-  // Table::Get on one file: *found/*deleted for key's user key.
+  // Table::Get on one file: *found/*deleted for key's user key. Value is
+  // std::string or PinnableSlice.
+  template <typename Value>
   [[nodiscard]] static Status GetFromFile(const DbContext* ctx, const ReadOptions& options, const FileMetaData& f,
-                                          const LookupKey& key, std::string* value, bool* found, bool* deleted);
+                                          const LookupKey& key, Value* value, bool* found, bool* deleted);
 
   // What Level0::Pin returned when this Version was installed.
   const std::shared_ptr<const void>& level0_pin() const { return level0_pin_; }

@@ -6,6 +6,7 @@
 
 #include "base/coding.h"
 #include "base/hash.h"
+#include "ssd/mapped_copy.h"
 
 namespace mxfs {
 namespace {
@@ -131,16 +132,68 @@ Result<std::unique_ptr<BlobFileReader>> BlobFileReader::Open(std::unique_ptr<Ran
   return std::unique_ptr<BlobFileReader>(new BlobFileReader(std::move(file), file_size));
 }
 
-Status BlobFileReader::Get(const Slice& key, uint64_t offset, uint64_t value_size, std::string* value) const {
+Status BlobFileReader::CheckBounds(const Slice& key, uint64_t offset, uint64_t value_size) const {
   // value_size comes from an SSTable's blob index: bound each part by the
   // file size before adding them, so that a corrupt size cannot wrap the
   // record size around to a few bytes (and the reads below past the buffer).
   if (offset < kBlobHeaderSize || offset > file_size_ || key.size() > file_size_ || value_size > file_size_ ||
       BlobRecordSize(key.size(), value_size) > file_size_ - offset) {
-    value->clear();
     return Status::Corruption("blob index points outside " + file_->path() + " (offset " + std::to_string(offset) +
                               ", key " + std::to_string(key.size()) + " bytes, value " + std::to_string(value_size) +
                               " bytes, file size " + std::to_string(file_size_) + ")");
+  }
+  return Status::OK();
+}
+
+namespace {
+
+// What CheckRecord found wrong with a record, if anything.
+enum class RecordFault { kNone, kLengths, kChecksum, kKey };
+
+// Checks record r (BlobRecordSize(key.size(), value_size) bytes) against
+// its index. Reads memory and computes only: runs under MappedVisit.
+RecordFault CheckRecord(const char* r, const Slice& key, uint64_t value_size) {
+  const uint32_t key_len = DecodeFixed32(r + 4);
+  const uint32_t value_len = DecodeFixed32(r + 8);
+  if (key_len != key.size() || value_len != value_size) return RecordFault::kLengths;
+  if (!RecordChecks(r, key_len, value_len)) return RecordFault::kChecksum;
+  if (std::memcmp(r + kBlobRecordHeaderSize, key.data(), key.size()) != 0) return RecordFault::kKey;
+  return RecordFault::kNone;
+}
+
+Status RecordStatus(RecordFault f, const std::string& path, uint64_t offset) {
+  switch (f) {
+    case RecordFault::kNone:
+      return Status::OK();
+    case RecordFault::kLengths:
+      return Status::Corruption("blob record lengths do not match its index in " + At(path, offset));
+    case RecordFault::kChecksum:
+      return Status::Corruption("blob record checksum mismatch in " + At(path, offset));
+    case RecordFault::kKey:
+      return Status::Corruption("blob record belongs to another key in " + At(path, offset));
+  }
+  return Status::Corruption("blob record check failed in " + At(path, offset));
+}
+
+struct InPlaceCheck {
+  const char* record;
+  const Slice* key;
+  uint64_t value_size;
+  RecordFault fault;
+};
+
+void CheckInPlace(void* arg) {
+  auto* c = static_cast<InPlaceCheck*>(arg);
+  c->fault = CheckRecord(c->record, *c->key, c->value_size);
+}
+
+}  // namespace
+
+Status BlobFileReader::Get(const Slice& key, uint64_t offset, uint64_t value_size, std::string* value) const {
+  Status s = CheckBounds(key, offset, value_size);
+  if (!s.ok()) {
+    value->clear();
+    return s;
   }
   const uint64_t n = BlobRecordSize(key.size(), value_size);
   // The whole record is read into *value's own buffer (a caller that reuses
@@ -148,7 +201,6 @@ Status BlobFileReader::Get(const Slice& key, uint64_t offset, uint64_t value_siz
   // free per read), checked there, then the header and key are cut off the
   // front (a move of bytes just read, still in the cache). *value is empty
   // on failure.
-  Status s;
   Slice rec;
   // (As in ReadBlock: the callback's size argument is not used, g++ 12's
   // libstdc++ passes the new capacity there when the string grows.)
@@ -164,19 +216,43 @@ Status BlobFileReader::Get(const Slice& key, uint64_t offset, uint64_t value_siz
   };
   if (!s.ok()) return fail(std::move(s));
   if (rec.size() != n) return fail(Status::Corruption("blob record cut short in " + At(file_->path(), offset)));
-  const char* r = value->data();
-  const uint32_t key_len = DecodeFixed32(r + 4);
-  const uint32_t value_len = DecodeFixed32(r + 8);
-  if (key_len != key.size() || value_len != value_size) {
-    return fail(Status::Corruption("blob record lengths do not match its index in " + At(file_->path(), offset)));
+  s = RecordStatus(CheckRecord(value->data(), key, value_size), file_->path(), offset);
+  if (!s.ok()) return fail(std::move(s));
+  value->erase(0, kBlobRecordHeaderSize + key.size());
+  return Status::OK();
+}
+
+Status BlobFileReader::GetInPlace(const Slice& key, uint64_t offset, uint64_t value_size, std::string* scratch,
+                                  Slice* value, bool* mapped) const {
+  *value = Slice();
+  *mapped = false;
+  MXFS_RETURN_IF_ERROR(CheckBounds(key, offset, value_size));
+  const uint64_t n = BlobRecordSize(key.size(), value_size);
+  if (const char* in_map = file_->Mapped(offset, n); in_map != nullptr) {
+    // The checksum reads every byte of the record where it lies, under the
+    // guard: a page the disk cannot read is caught here, not in the caller.
+    InPlaceCheck c{in_map, &key, value_size, RecordFault::kNone};
+    if (MappedVisit(in_map, n, CheckInPlace, &c)) {
+      MXFS_RETURN_IF_ERROR(RecordStatus(c.fault, file_->path(), offset));
+      *value = Slice(in_map + kBlobRecordHeaderSize + key.size(), value_size);
+      *mapped = true;
+      return Status::OK();
+    }
+    // SIGBUS: read it with pread below, which reports the error (or, if the
+    // page reads now, the record).
   }
-  if (!RecordChecks(r, key_len, value_len)) {
-    return fail(Status::Corruption("blob record checksum mismatch in " + At(file_->path(), offset)));
-  }
-  if (std::memcmp(r + kBlobRecordHeaderSize, key.data(), key.size()) != 0) {
-    return fail(Status::Corruption("blob record belongs to another key in " + At(file_->path(), offset)));
-  }
-  value->erase(0, kBlobRecordHeaderSize + key_len);
+  Status s;
+  Slice rec;
+  scratch->resize_and_overwrite(n, [&](char* buf, size_t) {
+    s = file_->Read(offset, n, &rec, buf);
+    if (!s.ok() || rec.size() != n) return size_t{0};
+    if (rec.data() != buf) std::memcpy(buf, rec.data(), n);
+    return static_cast<size_t>(n);
+  });
+  if (!s.ok()) return s;
+  if (rec.size() != n) return Status::Corruption("blob record cut short in " + At(file_->path(), offset));
+  MXFS_RETURN_IF_ERROR(RecordStatus(CheckRecord(scratch->data(), key, value_size), file_->path(), offset));
+  *value = Slice(scratch->data() + kBlobRecordHeaderSize + key.size(), value_size);
   return Status::OK();
 }
 

@@ -102,6 +102,16 @@ class BlobFileReader {
   // buffer: a reused string allocates nothing). Corruption names the file
   // and the offset; *value is empty on any failure.
   [[nodiscard]] Status Get(const Slice& key, uint64_t offset, uint64_t value_size, std::string* value) const;
+  // The same checks, without copying the value where the file is mapped
+  // (FileOptions::mmap_reads, RandomAccessFile::Mapped): the record is
+  // checked where it lies, under MappedVisit's SIGBUS guard, and *value
+  // points into the mapping (*mapped true), valid while this reader lives
+  // (after the file is deleted too). Otherwise (no mapping; or a fault,
+  // which pread then reports as a Status) the record is read into *scratch
+  // and *value points into it (*mapped false). *value is empty on any
+  // failure.
+  [[nodiscard]] Status GetInPlace(const Slice& key, uint64_t offset, uint64_t value_size, std::string* scratch,
+                                  Slice* value, bool* mapped) const;
 
   uint64_t file_size() const { return file_size_; }
   const std::string& path() const { return file_->path(); }
@@ -109,6 +119,9 @@ class BlobFileReader {
  private:
   BlobFileReader(std::unique_ptr<RandomAccessFile> file, uint64_t file_size)
       : file_(std::move(file)), file_size_(file_size) {}
+
+  // Corruption unless the record at offset fits in the file.
+  [[nodiscard]] Status CheckBounds(const Slice& key, uint64_t offset, uint64_t value_size) const;
 
   std::unique_ptr<RandomAccessFile> file_;
   uint64_t file_size_;

@@ -379,6 +379,11 @@ class DefaultRandomAccessFile final : public RandomAccessFile {
     return s;
   }
   Status MultiRead(ReadRequest* reqs, size_t n) const override { return io_.MultiRead(fd_.get(), reqs, n); }
+  const char* Mapped(uint64_t offset, size_t n) const override {
+    if (map_ == nullptr || offset > map_size_ || n > map_size_ - offset) return nullptr;
+    io_.CountMappedRead(n);
+    return map_ + offset;
+  }
   Result<uint64_t> Size() const override { return FdSize(fd_.get(), io_.path()); }
   const std::string& path() const override { return io_.path(); }
 

@@ -80,6 +80,17 @@ class RandomAccessFile {
   // Reads all requests in one submission where the backend can. Returns the
   // first error; each request also carries its own status.
   virtual Status MultiRead(ReadRequest* reqs, size_t n) const;
+  // With FileOptions::mmap_reads: where bytes [offset, offset + n) lie in
+  // the file's read-only mapping, valid while this object lives (the mapping
+  // outlives the file's deletion), counted as a read of n bytes; nullptr
+  // where there is no mapping or it does not cover the range. The bytes are
+  // read in place, and only under MappedVisit (ssd/mapped_copy.h): touching
+  // a page the disk cannot read raises SIGBUS. Read is the way otherwise.
+  virtual const char* Mapped(uint64_t offset, size_t n) const {
+    (void)offset;
+    (void)n;
+    return nullptr;
+  }
   virtual Result<uint64_t> Size() const = 0;
   virtual const std::string& path() const = 0;
 };

@@ -64,7 +64,7 @@ void Install() {
 
 }  // namespace
 
-bool MappedCopy(void* dst, const void* src, size_t n) {
+bool MappedVisit(const void* src, size_t n, void (*fn)(void* arg), void* arg) {
   static std::once_flag installed;
   std::call_once(installed, Install);
   Guard g;
@@ -77,10 +77,27 @@ bool MappedCopy(void* dst, const void* src, size_t n) {
   }
   t_guard = &g;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  std::memcpy(dst, src, n);
+  fn(arg);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   t_guard = outer;
   return true;
+}
+
+namespace {
+struct CopyArgs {
+  void* dst;
+  const void* src;
+  size_t n;
+};
+void CopyFn(void* arg) {
+  auto* a = static_cast<CopyArgs*>(arg);
+  std::memcpy(a->dst, a->src, a->n);
+}
+}  // namespace
+
+bool MappedCopy(void* dst, const void* src, size_t n) {
+  CopyArgs a{dst, src, n};
+  return MappedVisit(src, n, CopyFn, &a);
 }
 
 size_t MappedCopyFaults() { return g_faults.load(std::memory_order_relaxed); }

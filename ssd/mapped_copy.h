@@ -23,7 +23,14 @@ namespace mxfs {
 // hit the copy: dst then holds an unspecified prefix of the bytes.
 [[nodiscard]] bool MappedCopy(void* dst, const void* src, size_t n);
 
-// SIGBUS faults MappedCopy has caught in this process (for tests and stats).
+// Runs fn(arg) with the same guard over [src, src + n): false if a SIGBUS
+// hit that range meanwhile (fn was then left part way through). For reading
+// a mapping in place (a blob record checked where it lies, no copy). fn must
+// only read memory and compute: a fault leaves it by siglongjmp, which runs
+// no destructor and releases no lock that fn took.
+[[nodiscard]] bool MappedVisit(const void* src, size_t n, void (*fn)(void* arg), void* arg);
+
+// SIGBUS faults MappedCopy and MappedVisit have caught in this process (for tests and stats).
 size_t MappedCopyFaults();
 
 }  // namespace mxfs

@@ -15,6 +15,7 @@
 #include "base/slice.h"
 #include "base/status.h"
 #include "kvcore/include/options.h"
+#include "kvcore/include/pinnable_slice.h"
 #include "kvcore/include/write_batch.h"
 
 namespace mxfs {
@@ -47,6 +48,12 @@ class DB {
   virtual Status Write(const WriteOptions& options, WriteBatch* batch) = 0;
   // NotFound if the key has no value.
   virtual Status Get(const ReadOptions& options, const Slice& key, std::string* value) = 0;
+  // The same without a copy where the engine can pin the value: a value in
+  // a mapped blob file (Options.mmap_reads) stays where it is, held by
+  // *value until its Reset or next use (pinnable_slice.h, also for what an
+  // I/O error then means); others are copied into *value's buffer, which a
+  // reused PinnableSlice keeps. As RocksDB's Get into a PinnableSlice.
+  virtual Status Get(const ReadOptions& options, const Slice& key, PinnableSlice* value) = 0;
   virtual std::unique_ptr<Iterator> NewIterator(const ReadOptions& options) = 0;
 
   virtual const Snapshot* GetSnapshot() = 0;

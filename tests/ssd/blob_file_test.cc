@@ -5,6 +5,8 @@
 // reported as corruption naming the file.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "base/random.h"
 #include "ssd/blob_file.h"
 #include "ssd/file_system.h"
+#include "ssd/mapped_copy.h"
 #include "tests/ssd/scratch_dir.h"
 
 using namespace mxfs;
@@ -520,4 +523,87 @@ TEST_CASE("BlobFile: Open of a file that is not a blob file of this version fail
     EncodeFixed32(data.data() + 12, Checksum32(data.data(), 12));
     CHECK_THAT(open_message(data), Contains(path) && Contains("version 2") && Contains("reads version 1"));
   }
+}
+
+TEST_CASE("BlobFile: GetInPlace points into the mapping when the file is mapped, into the scratch otherwise") {
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  const std::string path = dir.File("in_place.blob");
+  Random rnd(41);
+  std::vector<Record> recs = SmallRecords();
+  for (int i = 0; i < 20; i++) recs.push_back({"key" + std::to_string(i), RandomBytes(&rnd, 100 + i * 400), 0});
+  WriteBlob(fs.get(), path, &recs);
+  auto size = fs->GetFileSize(path);
+  REQUIRE(size.has_value());
+  for (bool mmap : {false, true}) {
+    INFO((mmap ? "mmap_reads" : "pread"));
+    FileOptions opts;
+    opts.mmap_reads = mmap;
+    auto file = fs->NewRandomAccessFile(path, opts);
+    REQUIRE(file.has_value());
+    auto reader = BlobFileReader::Open(std::move(*file), *size);
+    REQUIRE(reader.has_value());
+    std::string scratch;
+    for (const Record& r : recs) {
+      Slice v;
+      bool mapped = !mmap;
+      REQUIRE((*reader)->GetInPlace(r.key, r.offset, r.value.size(), &scratch, &v, &mapped).ok());
+      CHECK(v == Slice(r.value));
+      CHECK(mapped == mmap);
+      if (!mmap) {
+        CHECK(v.data() >= scratch.data());
+        CHECK(v.data() + v.size() <= scratch.data() + scratch.size());
+      }
+    }
+    // The same checks as Get: a wrong key or length is corruption, v empty.
+    const Record& r = recs.back();
+    Slice v("x");
+    bool mapped = true;
+    Status s = (*reader)->GetInPlace("other", r.offset, r.value.size(), &scratch, &v, &mapped);
+    CHECK(s.IsCorruption());
+    CHECK(v.empty());
+    CHECK_FALSE(mapped);
+    s = (*reader)->GetInPlace(r.key, r.offset, r.value.size() + 1, &scratch, &v, &mapped);
+    CHECK(s.IsCorruption());
+    CHECK(v.empty());
+  }
+}
+
+TEST_CASE("BlobFile: a SIGBUS while GetInPlace checks a record in the mapping falls back to pread and reports it") {
+  ScratchDir dir;
+  auto fs = NewDefaultFileSystem();
+  const std::string path = dir.File("shrunk.blob");
+  Random rnd(43);
+  std::vector<Record> recs;
+  for (int i = 0; i < 8; i++) recs.push_back({"key" + std::to_string(i), RandomBytes(&rnd, 8000), 0});
+  WriteBlob(fs.get(), path, &recs);
+  auto size = fs->GetFileSize(path);
+  REQUIRE(size.has_value());
+  FileOptions opts;
+  opts.mmap_reads = true;
+  auto file = fs->NewRandomAccessFile(path, opts);
+  REQUIRE(file.has_value());
+  auto reader = BlobFileReader::Open(std::move(*file), *size);
+  REQUIRE(reader.has_value());
+  // Blob files never shrink; this one does, under the mapping, cutting the
+  // last records off: touching their pages raises SIGBUS.
+  const uint64_t cut = recs[5].offset + 100;
+  REQUIRE(::truncate(path.c_str(), static_cast<off_t>(cut)) == 0);
+  std::string scratch;
+  Slice v;
+  bool mapped = false;
+  // A record before the cut reads from the mapping as before.
+  REQUIRE((*reader)->GetInPlace(recs[1].key, recs[1].offset, recs[1].value.size(), &scratch, &v, &mapped).ok());
+  CHECK(v == Slice(recs[1].value));
+  CHECK(mapped);
+  const size_t faults = MappedCopyFaults();
+  Status s = (*reader)->GetInPlace(recs[7].key, recs[7].offset, recs[7].value.size(), &scratch, &v, &mapped);
+  INFO(s.ToString());
+  CHECK(s.IsCorruption());
+  CHECK_THAT(s.ToString(), Contains("cut short") && Contains(path));
+  CHECK(v.empty());
+  CHECK_FALSE(mapped);
+  // Caught twice: by the check in place, then by Read's own copy out of the
+  // mapping before its pread.
+  CHECK(MappedCopyFaults() == faults + 2);
 }
