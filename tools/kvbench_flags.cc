@@ -83,6 +83,9 @@ std::vector<FlagSpec> FlagTable(Flags* f) {
       {"mmap_read", FlagType::kBool, &f->mmap_read,
        "reads of tables and blob files copy out of a mapping of the file instead of pread (db_bench's flag of "
        "that name)"},
+      {"pin_slice", FlagType::kBool, &f->pin_slice,
+       "readrandom, readwhilewriting's readers and ycsbc Get into a PinnableSlice (no copy of a value pinned in a "
+       "mapped blob file), as db_bench's ReadRandom; 0: into a std::string"},
       {"nvm_path", FlagType::kString, &f->nvm_path, "persistent-memory pool (empty: L0 and WAL on SSD)"},
       {"nvm_size", FlagType::kUint, &f->nvm_size, "pool size in bytes when it is created"},
       {"container_share", FlagType::kDouble, &f->container_share,

@@ -64,6 +64,7 @@ struct Flags {
   bool use_direct_io_for_flush_and_compaction = false;
   bool use_io_uring = true;
   bool mmap_read = false;  // db_bench's default (Options::mmap_reads is true)
+  bool pin_slice = true;  // readrandom's Get into a PinnableSlice, as db_bench's ReadRandom
   std::string nvm_path;
   uint64_t nvm_size = 0;
   double container_share = 0.6;
