@@ -76,8 +76,9 @@ void WriteBytes(FileSystem* fs, const std::string& path, const std::string& data
   REQUIRE((*file)->Close().ok());
 }
 
-Result<std::unique_ptr<BlobFileReader>> OpenReader(FileSystem* fs, const std::string& path) {
-  auto file = fs->NewRandomAccessFile(path);
+Result<std::unique_ptr<BlobFileReader>> OpenReader(FileSystem* fs, const std::string& path,
+                                                   const FileOptions& opts = FileOptions()) {
+  auto file = fs->NewRandomAccessFile(path, opts);
   REQUIRE(file.has_value());
   auto size = fs->GetFileSize(path);
   REQUIRE(size.has_value());
@@ -533,15 +534,11 @@ TEST_CASE("BlobFile: GetInPlace points into the mapping when the file is mapped,
   std::vector<Record> recs = SmallRecords();
   for (int i = 0; i < 20; i++) recs.push_back({"key" + std::to_string(i), RandomBytes(&rnd, 100 + i * 400), 0});
   WriteBlob(fs.get(), path, &recs);
-  auto size = fs->GetFileSize(path);
-  REQUIRE(size.has_value());
   for (bool mmap : {false, true}) {
     INFO((mmap ? "mmap_reads" : "pread"));
     FileOptions opts;
     opts.mmap_reads = mmap;
-    auto file = fs->NewRandomAccessFile(path, opts);
-    REQUIRE(file.has_value());
-    auto reader = BlobFileReader::Open(std::move(*file), *size);
+    auto reader = OpenReader(fs.get(), path, opts);
     REQUIRE(reader.has_value());
     std::string scratch;
     for (const Record& r : recs) {
@@ -577,13 +574,9 @@ TEST_CASE("BlobFile: a SIGBUS while GetInPlace checks a record in the mapping fa
   std::vector<Record> recs;
   for (int i = 0; i < 8; i++) recs.push_back({"key" + std::to_string(i), RandomBytes(&rnd, 8000), 0});
   WriteBlob(fs.get(), path, &recs);
-  auto size = fs->GetFileSize(path);
-  REQUIRE(size.has_value());
   FileOptions opts;
   opts.mmap_reads = true;
-  auto file = fs->NewRandomAccessFile(path, opts);
-  REQUIRE(file.has_value());
-  auto reader = BlobFileReader::Open(std::move(*file), *size);
+  auto reader = OpenReader(fs.get(), path, opts);
   REQUIRE(reader.has_value());
   // Blob files never shrink; this one does, under the mapping, cutting the
   // last records off: touching their pages raises SIGBUS.
