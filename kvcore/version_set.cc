@@ -31,15 +31,9 @@ uint64_t Version::NumBytes(int level) const { return TotalFileSize(files_[level]
 
 namespace {
 
-// How GetFromFile and Version::Get hand a value to each kind of Value.
+// How GetFromFile hands an inline value to each kind of Value.
 void AssignValue(std::string* value, const Slice& v) { value->assign(v.data(), v.size()); }
 void AssignValue(PinnableSlice* value, const Slice& v) { value->Assign(v); }
-Status ReadBlob(BlobStore* blobs, const Slice& user_key, const BlobIndex& index, std::string* value) {
-  return blobs->Read(user_key, index, value);
-}
-Status ReadBlob(BlobStore* blobs, const Slice& user_key, const BlobIndex& index, PinnableSlice* value) {
-  return blobs->Read(user_key, index, value);
-}
 
 }  // namespace
 
@@ -77,7 +71,7 @@ Status Version::GetFromFile(const DbContext* ctx, const ReadOptions& options, co
   }
   if (s.IsNotFound()) return Status::OK();
   if (s.ok() && blob) {
-    s = ReadBlob(ctx->blob_store, key.user_key(), blob_index, value);
+    s = ctx->blob_store->Read(key.user_key(), blob_index, value);
     if (!s.ok()) s = s.WithContext("reading the value of a key in " + TableFileName(ctx->dbname, f.number));
   }
   return s;
