@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <type_traits>
 
 #include "base/lock_check.h"
 #include "base/logging.h"
@@ -102,34 +103,33 @@ Status Version::GetFromLevel(int level, const ReadOptions& options, const Lookup
 template Status Version::GetFromLevel(int, const ReadOptions&, const LookupKey&, std::string*, bool*, bool*) const;
 template Status Version::GetFromLevel(int, const ReadOptions&, const LookupKey&, PinnableSlice*, bool*, bool*) const;
 
-Status Version::Get(const ReadOptions& options, const LookupKey& key, std::string* value) const {
+template <typename Value>
+Status Version::GetImpl(const ReadOptions& options, const LookupKey& key, Value* value) const {
   bool found = false, deleted = false;
-  MXFS_RETURN_IF_ERROR(level0_->Get(*this, options, key, value, &found, &deleted));
+  if constexpr (std::is_same_v<Value, PinnableSlice>) {
+    // L0 (the container, or SSD L0 tables) holds its values inline: copied
+    // into the slice's own buffer.
+    std::string* buf = value->Buffer();
+    MXFS_RETURN_IF_ERROR(level0_->Get(*this, options, key, buf, &found, &deleted));
+    if (found && !deleted) value->SetFromBuffer(0, buf->size());
+  } else {
+    MXFS_RETURN_IF_ERROR(level0_->Get(*this, options, key, value, &found, &deleted));
+  }
   for (int level = 1; !found && level < num_levels(); level++) {
     if (files_[level].empty()) continue;
     MXFS_RETURN_IF_ERROR(GetFromLevel(level, options, key, value, &found, &deleted));
   }
   if (found && !deleted) return Status::OK();
+  if constexpr (std::is_same_v<Value, PinnableSlice>) value->Reset();
   return Status::NotFound(found ? "deleted" : "no such key");
 }
 
+Status Version::Get(const ReadOptions& options, const LookupKey& key, std::string* value) const {
+  return GetImpl(options, key, value);
+}
+
 Status Version::Get(const ReadOptions& options, const LookupKey& key, PinnableSlice* value) const {
-  bool found = false, deleted = false;
-  // L0 (the container, or SSD L0 tables) holds its values inline: copied.
-  std::string* buf = value->Buffer();
-  MXFS_RETURN_IF_ERROR(level0_->Get(*this, options, key, buf, &found, &deleted));
-  if (found) {
-    if (deleted) return Status::NotFound("deleted");
-    value->SetFromBuffer(0, buf->size());
-    return Status::OK();
-  }
-  for (int level = 1; !found && level < num_levels(); level++) {
-    if (files_[level].empty()) continue;
-    MXFS_RETURN_IF_ERROR(GetFromLevel(level, options, key, value, &found, &deleted));
-  }
-  if (found && !deleted) return Status::OK();
-  value->Reset();
-  return Status::NotFound(found ? "deleted" : "no such key");
+  return GetImpl(options, key, value);
 }
 
 void Version::AddIterators(const ReadOptions& options, std::vector<std::unique_ptr<Iterator>>* iters) const {

@@ -106,6 +106,11 @@ class Version {
 
  private:
   friend class VersionSet;
+  // Both Gets: Value is std::string or PinnableSlice; only the L0 step
+  // differs (L0 values are copied into a PinnableSlice's own buffer).
+  template <typename Value>
+  [[nodiscard]] Status GetImpl(const ReadOptions& options, const LookupKey& key, Value* value) const;
+
   const DbContext* ctx_;
   Level0* level0_;
   std::vector<FileList> files_;  // L0 sorted by file number ascending, others by smallest key
