@@ -6,33 +6,41 @@
 # and the "memory" line of .matrixfs/stats (inode table, glibc malloc's
 # bytes in use, free but kept, mmapped; trims) every 5 s.
 #
-# Usage: tools/bench/fs_churn_mem.sh [--build DIR] [--duration S] [--work DIR] [--out DIR]
+# Every --ext4_every rounds the same tarball is also unpacked into and
+# removed from a directory of the work directory's own filesystem (ext4 on
+# the development host), timed the same way, for comparison.
+#
+# Usage: tools/bench/fs_churn_mem.sh [--build DIR] [--duration S] [--work DIR] [--out DIR] [--ext4_every N]
 #   --build     build directory holding bin/matrixfs (build)
 #   --duration  seconds of churn (600)
 #   --work      scratch directory for the data directory and the mount
 #               (/tmp/fs_churn_mem); the pool goes to /dev/shm
 #   --out       where mem.csv (t_s,round,rss_mb,anon_mb,inode_table,
 #               malloc_in_use_mb,malloc_free_mb,malloc_mmap_mb,trims,trim_ms),
-#               rounds.csv (round,tar_s,rm_s,at_s) and, with gnuplot,
-#               mem.png go (the work directory)
+#               rounds.csv (round,tar_s,rm_s,at_s,rm_requests_per_entry,
+#               ext4_tar_s,ext4_rm_s; the ext4 columns empty in other rounds)
+#               and, with gnuplot, mem.png go (the work directory)
+#   --ext4_every  compare with the work directory's filesystem every N
+#               rounds, from round 1 (5; 0: never)
 # Prints one line per round and the load average at the start and the end.
 # Needs root (mount). Run it under `flock /tmp/bench.lock` beside other
 # benchmarks.
 set -euo pipefail
-build=build duration=600 work=/tmp/fs_churn_mem out=
+build=build duration=600 work=/tmp/fs_churn_mem out= ext4_every=5
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --ext4_every) ext4_every=$2; shift 2 ;;
     *) echo "fs_churn_mem.sh: unknown argument '$1' (see the header for usage)" >&2; exit 2 ;;
   esac
 done
 out=${out:-$work}
 [ -x "$build/bin/matrixfs" ] || { echo "fs_churn_mem.sh: $build/bin/matrixfs not found (make first)" >&2; exit 2; }
-rm -rf "$work/data" "$work/mnt"
-mkdir -p "$work/data" "$work/mnt" "$out"
+rm -rf "$work/data" "$work/mnt" "$work/ext4"
+mkdir -p "$work/data" "$work/mnt" "$work/ext4" "$out"
 pool=/dev/shm/fs_churn_mem.$$.pool
 tar -C /usr -cf "$work/inc.tar" include
 "$build/bin/matrixfs" -f "$work/data" "$work/mnt" -o format,pool="$pool" >"$work/daemon.log" 2>&1 &
@@ -48,7 +56,10 @@ for _ in $(seq 1 300); do mountpoint -q "$work/mnt" && break; kill -0 "$pid" || 
 mountpoint -q "$work/mnt" || { echo "fs_churn_mem.sh: the daemon did not mount; its log:" >&2; cat "$work/daemon.log" >&2; exit 1; }
 echo "t_s,round,rss_mb,anon_mb,inode_table,malloc_in_use_mb,malloc_free_mb,malloc_mmap_mb,trims,trim_ms" >"$out/mem.csv"
 echo "fs_churn_mem.sh: start, load: $(uptime)"
-echo "round,tar_s,rm_s,at_s" >"$out/rounds.csv"
+echo "round,tar_s,rm_s,at_s,rm_requests_per_entry,ext4_tar_s,ext4_rm_s" >"$out/rounds.csv"
+entries=$(tar -tf "$work/inc.tar" | wc -l)
+# The sum of the per-opcode counts on the requests line of .matrixfs/stats.
+requests() { awk '/^requests / {n = 0; for (i = 2; i <= NF; i++) {split($i, kv, "="); n += kv[2]} print n}' "$work/mnt/.matrixfs/stats"; }
 t0=$(date +%s)
 echo 0 >"$work/round"
 (while kill -0 "$pid" 2>/dev/null; do
@@ -67,12 +78,19 @@ now() { date +%s.%N; }
 while [ $(($(date +%s) - t0)) -lt "$duration" ]; do
   r=$((r + 1))
   echo "$r" >"$work/round"
-  s=$(now); tar -C "$work/mnt" -xf "$work/inc.tar"; sync; m=$(now)
-  rm -rf "$work/mnt/include"; sync; e=$(now)
-  line=$(awk -v r=$r -v s="$s" -v m="$m" -v e="$e" -v a=$(($(date +%s) - t0)) \
-    'BEGIN {printf "%d,%.3f,%.3f,%d", r, m - s, e - m, a}')
+  s=$(now); tar -C "$work/mnt" -xf "$work/inc.tar"; sync; q0=$(requests); m=$(now)
+  rm -rf "$work/mnt/include"; sync; e=$(now); q1=$(requests)
+  xt= xr=
+  if [ "$ext4_every" -gt 0 ] && [ $(((r - 1) % ext4_every)) -eq 0 ]; then
+    xs=$(now); tar -C "$work/ext4" -xf "$work/inc.tar"; sync; xm=$(now)
+    rm -rf "$work/ext4/include"; sync; xe=$(now)
+    xt=$(awk -v s="$xs" -v m="$xm" 'BEGIN {printf "%.3f", m - s}')
+    xr=$(awk -v m="$xm" -v e="$xe" 'BEGIN {printf "%.3f", e - m}')
+  fi
+  line=$(awk -v r=$r -v s="$s" -v m="$m" -v e="$e" -v a=$(($(date +%s) - t0)) -v q=$((q1 - q0)) -v n="$entries" \
+    -v xt="$xt" -v xr="$xr" 'BEGIN {printf "%d,%.3f,%.3f,%d,%.2f,%s,%s", r, m - s, e - m, a, q / n, xt, xr}')
   echo "$line" >>"$out/rounds.csv"
-  echo "round $line (round,tar_s,rm_s,at_s)"
+  echo "round $line (round,tar_s,rm_s,at_s,rm_requests_per_entry,ext4_tar_s,ext4_rm_s)"
 done
 echo "fs_churn_mem.sh: end, load: $(uptime)"
 if command -v gnuplot >/dev/null; then
