@@ -72,7 +72,9 @@ MatrixFs::MatrixFs(std::string datadir, Superblock sb, MountConfig cfg, std::uni
       cfg_(cfg),
       db_(std::move(db)),
       fs_(cfg_.fs != nullptr ? cfg_.fs : DefaultFileSystem()),
-      space_(datadir_) {}
+      space_(datadir_) {
+  if (!cfg_.read_only) reaper_ = std::make_unique<ObjectReaper>([this] { Freed(); });
+}
 
 MatrixFs::~MatrixFs() { Close().IgnoreError(); }
 
@@ -105,6 +107,7 @@ Status MatrixFs::Close() {
   } else if (!cfg_.read_only) {
     MarkClean();
   }
+  reaper_.reset();  // unlinks what is still queued (MarkClean did already)
   Status s = db_->Close();
   db_.reset();
   return s;
@@ -121,6 +124,8 @@ void MatrixFs::MarkClean() {
     MXFS_LOG_ERROR("unmount: reclaiming orphan inodes: %s (left for the next mount)", s.ToString().c_str());
     return;
   }
+  // A clean instance has no object that no inode owns.
+  if (reaper_) reaper_->Stop();
   s = db_->Put(SyncWrite(), SystemKey("state"), kStateClean);
   if (!s.ok() && !s.IsReadOnly()) MXFS_LOG_ERROR("unmount: recording a clean unmount: %s", s.ToString().c_str());
 }

@@ -133,6 +133,7 @@
 #include "base/status.h"
 #include "fuse/kernel_channel.h"
 #include "fuse/memory_trimmer.h"
+#include "fuse/object_reaper.h"
 #include "fuse/page_cache_inval.h"
 #include "fuse/schema.h"
 #include "fuse/space_guard.h"
@@ -364,6 +365,12 @@ class MatrixFs {
   // reclaim; an inode that loses its last link in batch has none).
   Status DeleteInodeKeys(uint64_t ino, WriteBatch* batch, bool orphan);
   void RemoveObject(uint64_t ino);
+  // The object of an inode whose deletion has committed: queued for the
+  // reaper (fuse/object_reaper.h), or unlinked now while the guard is full.
+  void RemoveDeletedObject(uint64_t ino);
+  // Waits for the reaper's queue and rereads the free space; true if
+  // anything was queued (no stripe may be held).
+  bool ReapObjects();
   // Removes an object created by an uncommitted Txn (and the Node's handle
   // on it); caller holds ino's stripe.
   void DropNewObject(uint64_t ino);
@@ -441,7 +448,8 @@ class MatrixFs {
   // the kernel's cached attributes of open files invalidated when the guard
   // turns full (no stripe may be held). Consumed: a write-back WRITE took
   // bytes (no stripe held). Freed: space may have come back (a deletion);
-  // re-creates DATADIR/reserve once there is room.
+  // re-creates DATADIR/reserve once there is room. Before Admit refuses, and
+  // when the guard turns full, the reaper's queue is drained (ReapObjects).
   Status Admit(uint64_t bytes);
   void Consumed(uint64_t bytes);
   void Freed();
@@ -548,6 +556,9 @@ class MatrixFs {
   SpaceGuard space_;
   uint64_t reserve_file_bytes_ = 0;          // DATADIR/reserve's size (OpenReserveBytes)
   std::atomic<bool> reserve_file_missing_{false};
+  // Read-write mounts, until Close (after the orphans' reclaim); after
+  // space_ so that it ends first (its thread calls Freed).
+  std::unique_ptr<ObjectReaper> reaper_;
   std::string forced_read_only_;
   // Set at INIT: OPENDIR is answered ENOSYS (cfg_.dir_cache and the kernel
   // offers FUSE_NO_OPENDIR_SUPPORT).

@@ -56,7 +56,7 @@ void MatrixFs::GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   // do at once while the data directory is full (AttrTimeout): refusing
   // that request is how write(2) gets ENOSPC as on ext4 (fuse/space_guard.h).
   if (fi != nullptr && fi->fh == kWritableFh && space_.Full() && writeback_cache_.load(std::memory_order_relaxed)) {
-    space_.Refresh();
+    if (!ReapObjects()) space_.Refresh();
     if (space_.Full()) return (void)fuse_reply_err(req, ENOSPC);
   }
   Status s;

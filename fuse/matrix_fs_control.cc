@@ -395,6 +395,9 @@ std::string MatrixFs::VirtualContent(uint64_t ino) {
     std::snprintf(line, sizeof(line), "orphans_reclaimed_at_mount %" PRIu64 " objects_collected_at_mount %" PRIu64 "\n",
                   orphans_reclaimed_, objects_collected_);
     out += line;
+    std::snprintf(line, sizeof(line), "reaper unlinked=%" PRIu64 " pending=%" PRIu64 "\n",
+                  reaper_ ? reaper_->Reaped() : 0, reaper_ ? reaper_->Pending() : 0);
+    out += line;
     // After a background I/O error the engine refuses writes: say so plainly
     // (the kvcore section above carries the same error as background.error).
     const std::string kBgKey = "\nbackground.error ";

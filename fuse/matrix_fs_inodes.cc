@@ -128,7 +128,7 @@ Status MatrixFs::Commit(Txn* txn) {
     auto it = txn->attrs_.find(ino);
     if (it != txn->attrs_.end() && it->second.storage == Storage::kObject) {
       if (Node* n = FindNode(ino)) n->object.reset();
-      RemoveObject(ino);
+      RemoveDeletedObject(ino);
     }
     inode_count_.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -164,7 +164,7 @@ Status MatrixFs::ReclaimInode(uint64_t ino) {
   WriteBatch b;
   MXFS_RETURN_IF_ERROR(DeleteInodeKeys(ino, &b, true));
   MXFS_RETURN_IF_ERROR(db_->Write(CommitOptions(), &b));
-  if (object) RemoveObject(ino);
+  if (object) RemoveDeletedObject(ino);
   return Status::OK();
 }
 

@@ -52,6 +52,18 @@ void MatrixFs::RemoveObject(uint64_t ino) {
   ::unlink(ObjectPath(ino).c_str());
 }
 
+void MatrixFs::RemoveDeletedObject(uint64_t ino) {
+  // Full: the space is wanted now.
+  if (reaper_ == nullptr || space_.Full()) return RemoveObject(ino);
+  reaper_->Add(ObjectPath(ino));
+}
+
+bool MatrixFs::ReapObjects() {
+  if (reaper_ == nullptr || !reaper_->Drain()) return false;
+  space_.Refresh();
+  return true;
+}
+
 void MatrixFs::DropNewObject(uint64_t ino) {
   if (Node* n = FindNode(ino)) n->object.reset();
   RemoveObject(ino);
@@ -59,13 +71,21 @@ void MatrixFs::DropNewObject(uint64_t ino) {
 
 Status MatrixFs::Admit(uint64_t bytes) {
   Status s = space_.Admit(bytes);
-  if (space_.TakeBecameFull()) InvalidateOpenAttrs();
+  // Queued objects of deleted files hold space that is as good as free.
+  if (!s.ok() && ReapObjects()) s = space_.Admit(bytes);
+  if (space_.TakeBecameFull()) {
+    ReapObjects();  // the queued objects may be all it takes
+    if (space_.Full()) InvalidateOpenAttrs();
+  }
   return s;
 }
 
 void MatrixFs::Consumed(uint64_t bytes) {
   space_.Consume(bytes);
-  if (space_.TakeBecameFull()) InvalidateOpenAttrs();
+  if (space_.TakeBecameFull()) {
+    ReapObjects();  // the queued objects may be all it takes
+    if (space_.Full()) InvalidateOpenAttrs();
+  }
 }
 
 void MatrixFs::Freed() {

@@ -1,0 +1,68 @@
+#include "fuse/object_reaper.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+namespace mxfs {
+
+ObjectReaper::ObjectReaper(std::function<void()> on_idle) : on_idle_(std::move(on_idle)) {
+  thread_ = std::thread([this] { Run(); });
+  pthread_setname_np(thread_.native_handle(), "mxfs-reap");
+}
+
+ObjectReaper::~ObjectReaper() { Stop(); }
+
+void ObjectReaper::Add(std::string path) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!stop_) {
+      queue_.push_back(std::move(path));
+      ++added_;
+      pending_.fetch_add(1, std::memory_order_relaxed);
+      work_cv_.notify_one();
+      return;
+    }
+  }
+  ::unlink(path.c_str());
+}
+
+bool ObjectReaper::Drain() {
+  std::unique_lock<std::mutex> l(mu_);
+  const uint64_t ticket = added_;
+  if (done_ >= ticket) return false;
+  idle_cv_.wait(l, [&] { return done_ >= ticket; });
+  return true;
+}
+
+void ObjectReaper::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ObjectReaper::Run() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    work_cv_.wait(l, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stop_, and everything unlinked
+    while (!queue_.empty()) {
+      std::string path = std::move(queue_.front());
+      queue_.pop_front();
+      l.unlock();
+      ::unlink(path.c_str());
+      reaped_.fetch_add(1, std::memory_order_relaxed);
+      pending_.fetch_sub(1, std::memory_order_relaxed);
+      l.lock();
+      ++done_;
+    }
+    l.unlock();
+    if (on_idle_) on_idle_();
+    l.lock();
+    idle_cv_.notify_all();
+  }
+}
+
+}  // namespace mxfs
