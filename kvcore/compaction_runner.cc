@@ -1,6 +1,10 @@
 #include "kvcore/compaction_runner.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "base/lock_check.h"
+#include "base/logging.h"
 #include "kvcore/blob_store.h"
 #include "kvcore/db_context.h"
 #include "kvcore/filename.h"
@@ -22,6 +26,40 @@ FileOptions OutputFileOptions(const FileOptions& base) {
   FileOptions fo = base;
   fo.bytes_per_sync = 1 << 20;
   return fo;
+}
+
+// At most this many fdatasyncs of one merge's outputs wait at once.
+constexpr size_t kMaxConcurrentSyncs = 8;
+
+// Makes the finished outputs durable, all at once: up to kMaxConcurrentSyncs
+// threads sync them, so that their fdatasyncs wait together (the block layer
+// merges concurrent device cache flushes: n files cost about one flush wait,
+// not n; BENCHMARKS.md, issue 16 session 14), then closes them. Returns the
+// first failure.
+Status SyncAndClose(std::vector<std::unique_ptr<WritableFile>>* files) {
+  const size_t n = files->size();
+  const size_t nthreads = std::min(n, kMaxConcurrentSyncs);
+  std::vector<Status> results(n);
+  auto sync = [files, &results, n, nthreads](size_t first) {
+    for (size_t i = first; i < n; i += nthreads) results[i] = (*files)[i]->Sync();
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < nthreads; t++) {
+    helpers.emplace_back([&sync, t] {
+      SetThreadName("mxfs-outsync");
+      sync(t);
+    });
+  }
+  sync(0);
+  for (std::thread& t : helpers) t.join();
+  Status s;
+  for (size_t i = 0; i < files->size(); i++) {
+    Status cs = (*files)[i]->Close();
+    if (s.ok() && !results[i].ok()) s = std::move(results[i]);
+    if (s.ok()) s = std::move(cs);
+  }
+  files->clear();
+  return s;
 }
 
 }  // namespace
@@ -104,11 +142,14 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
     numbers->push_back(number);
     return number;
   };
+  // Finished outputs, written but not yet synced: Merge syncs them together
+  // before it returns (SyncAndClose), and Install writes the MANIFEST edit
+  // naming them only after that.
+  std::vector<std::unique_ptr<WritableFile>> unsynced;
   auto finish_output = [&]() -> Status {
     Status s = out.builder->Finish();
-    if (s.ok()) s = out.file->Sync();
-    Status cs = out.file->Close();
-    if (s.ok()) s = std::move(cs);
+    if (s.ok()) s = out.file->Flush();  // readable below (FindTable); synced at the end
+    unsynced.push_back(std::move(out.file));
     out.meta.file_size = out.builder->FileSize();
     out.meta.blob_refs.assign(out_refs.begin(), out_refs.end());
     out.meta.blob_refs_known = true;
@@ -123,14 +164,12 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
     if (s.ok()) result->tables.push_back(out.meta);
     return s;
   };
-  // A blob file is synced before the tables that point into it are installed
-  // (Install writes the MANIFEST edit after this returns).
+  // A blob file is synced (with the tables, at the end) before the tables
+  // that point into it are installed (Install writes the MANIFEST edit after
+  // Merge returns).
   auto finish_blob = [&]() -> Status {
-    Status s = blob.builder->Finish();
-    if (s.ok()) s = blob.file->Sync();
-    Status cs = blob.file->Close();
-    if (s.ok()) s = std::move(cs);
-    if (s.ok()) MXFS_KILL_POINT("kvcore.blob.after_sync");  // complete, named by no MANIFEST edit yet
+    Status s = blob.builder->Finish();  // flushes to the file
+    unsynced.push_back(std::move(blob.file));
     blob.meta.file_size = blob.builder->FileSize();
     blob.meta.records = blob.builder->num_records();
     blob.meta.record_bytes = blob.builder->record_bytes();
@@ -265,6 +304,12 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
   if (s.ok()) s = input->status();
   if (s.ok() && blob.builder) s = finish_blob();
   if (s.ok() && open) s = finish_output();
+  if (s.ok() && !unsynced.empty()) {
+    MXFS_KILL_POINT("kvcore.compaction.before_output_sync");  // outputs complete, maybe not durable
+    s = SyncAndClose(&unsynced);
+    if (s.ok() && !result->blobs.empty()) MXFS_KILL_POINT("kvcore.blob.after_sync");  // named by no MANIFEST edit yet
+  }
+  for (auto& f : unsynced) f->Close().IgnoreError();  // after a failure: the files are removed by the caller
   if (open) {
     out.builder->Abandon();
     out.builder.reset();

@@ -928,8 +928,9 @@ TEST_CASE("Blob: dying at each step of a compaction that writes blob files loses
     o.column_compaction_threads = 2;
     o.target_file_size_base = 1024;  // many small L1 tables: columns span several of them
   }
-  std::vector<std::string> points = {"kvcore.blob.mid_file", "kvcore.blob.after_sync",
-                                     "kvcore.compaction.before_manifest", "kvcore.compaction.after_manifest"};
+  std::vector<std::string> points = {"kvcore.blob.mid_file", "kvcore.compaction.before_output_sync",
+                                     "kvcore.blob.after_sync", "kvcore.compaction.before_manifest",
+                                     "kvcore.compaction.after_manifest"};
   if (use_pool) {
     for (const char* p : {"kvcore.column.mid_merge", "kvcore.column.before_manifest", "kvcore.column.after_manifest"}) {
       points.push_back(p);

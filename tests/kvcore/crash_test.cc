@@ -205,7 +205,8 @@ TEST_CASE("Crash: dying at each persistence point of the PM path loses nothing a
   RunCrashRounds(true,
                  {"wal.before_tail", "wal.after_tail", "rowtable.mid_copy", "rowtable.before_commit",
                   "rowtable.after_commit", "kvcore.flush.before_manifest", "kvcore.flush.after_manifest",
-                  "container.after_switch", "kvcore.column.mid_merge", "kvcore.column.before_manifest",
+                  "container.after_switch", "kvcore.column.mid_merge", "kvcore.compaction.before_output_sync",
+                  "kvcore.column.before_manifest",
                   "kvcore.column.after_manifest", "column.before_commit", "column.before_free",
                   "kvcore.column.after_free", "wal.mid_append"},
                  0);
@@ -217,7 +218,8 @@ TEST_CASE("Crash: dying inside a column compaction split over parallel sub-range
   // merged as two sub-ranges; the child dies mid-merge, after both merges
   // (before the one MANIFEST edit), and around that edit.
   RunCrashRounds(true,
-                 {"kvcore.column.mid_merge", "kvcore.column.after_sub_merges", "kvcore.column.before_manifest",
+                 {"kvcore.column.mid_merge", "kvcore.compaction.before_output_sync", "kvcore.column.after_sub_merges",
+                  "kvcore.column.before_manifest",
                   "kvcore.column.after_manifest", "column.before_free"},
                  0, 2);
 }

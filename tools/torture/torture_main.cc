@@ -99,14 +99,15 @@ const char* const kPoolKillPoints[] = {
     "column.after_free",      "kvcore.flush.before_manifest", "kvcore.flush.after_manifest",
     "kvcore.column.mid_merge", "kvcore.column.before_manifest", "kvcore.column.after_manifest",
     "kvcore.column.after_free", "kvcore.blob.mid_file",     "kvcore.blob.after_sync",
-    "kvcore.blob.gc_before_manifest", "kvcore.blob.gc_after_manifest",
+    "kvcore.blob.gc_before_manifest", "kvcore.blob.gc_after_manifest", "kvcore.compaction.before_output_sync",
     "fuse.fallocate.after_object", "fuse.hole.after_object",
 };
 const char* const kSsdKillPoints[] = {"kvcore.flush.before_manifest",      "kvcore.flush.after_manifest",
                                       "kvcore.compaction.before_manifest", "kvcore.compaction.after_manifest",
                                       "kvcore.blob.mid_file",              "kvcore.blob.after_sync",
                                       "kvcore.blob.gc_before_manifest",    "kvcore.blob.gc_after_manifest",
-                                      "fuse.fallocate.after_object",       "fuse.hole.after_object"};
+                                      "kvcore.compaction.before_output_sync", "fuse.fallocate.after_object",
+                                      "fuse.hole.after_object"};
 
 std::atomic<bool> g_interrupted{false};
 void OnSignal(int) { g_interrupted = true; }
