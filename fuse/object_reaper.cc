@@ -29,9 +29,10 @@ void ObjectReaper::Add(std::string path) {
 bool ObjectReaper::Drain() {
   std::unique_lock<std::mutex> l(mu_);
   const uint64_t ticket = added_;
-  if (done_ >= ticket) return false;
-  idle_cv_.wait(l, [&] { return done_ >= ticket; });
-  return true;
+  idle_cv_.wait(l, [&] { return settled_ >= ticket; });
+  const bool unlinked = settled_ > drained_;
+  drained_ = settled_;
+  return unlinked;
 }
 
 void ObjectReaper::Stop() {
@@ -61,6 +62,7 @@ void ObjectReaper::Run() {
     l.unlock();
     if (on_idle_) on_idle_();
     l.lock();
+    settled_ = done_;
     idle_cv_.notify_all();
   }
 }

@@ -46,8 +46,10 @@ class ObjectReaper {
   // Queues path for unlink(2); a failure is ignored (the next mount
   // collects an object no inode owns).
   void Add(std::string path);
-  // Returns once everything queued before the call is unlinked; true if
-  // anything was queued or in progress.
+  // Returns once everything queued before the call is unlinked and on_idle
+  // has run after it; true if the thread unlinked anything since the
+  // previous Drain (also when it finished before this call), so that the
+  // caller knows to count the freed space again.
   bool Drain();
   // Unlinks what is queued and ends the thread; Add after it unlinks at once.
   void Stop();
@@ -66,6 +68,8 @@ class ObjectReaper {
   std::deque<std::string> queue_;    // guarded by mu_
   uint64_t added_ = 0;               // guarded by mu_: paths ever queued
   uint64_t done_ = 0;                // guarded by mu_: of those, unlinked
+  uint64_t settled_ = 0;             // guarded by mu_: done_ when on_idle last returned
+  uint64_t drained_ = 0;             // guarded by mu_: settled_ at the last Drain
   bool stop_ = false;                // guarded by mu_
   std::atomic<uint64_t> pending_{0};
   std::atomic<uint64_t> reaped_{0};

@@ -64,6 +64,21 @@ TEST_CASE("ObjectReaper: Drain returns once everything queued is unlinked", "[fu
   REQUIRE(r.Drain());
 }
 
+TEST_CASE("ObjectReaper: Drain reports unlinks that finished before it was called", "[fuse][reaper]") {
+  // The caller (MatrixFs::Admit) rereads the free space only when Drain
+  // says something was unlinked: a reaper that finished first must not
+  // hide the space it freed.
+  TempDir d;
+  std::atomic<int> idle{0};
+  ObjectReaper r([&] { idle++; });
+  const std::string p = d.Make(0);
+  r.Add(p);
+  while (r.Pending() != 0 || idle.load() == 0) usleep(1000);
+  REQUIRE_FALSE(Exists(p));
+  REQUIRE(r.Drain());
+  REQUIRE_FALSE(r.Drain());
+}
+
 TEST_CASE("ObjectReaper: Stop unlinks what is queued; an Add after it unlinks at once", "[fuse][reaper]") {
   TempDir d;
   std::vector<std::string> paths;
@@ -75,6 +90,7 @@ TEST_CASE("ObjectReaper: Stop unlinks what is queued; an Add after it unlinks at
   const std::string late = d.Make(1000);
   r.Add(late);
   REQUIRE_FALSE(Exists(late));
+  REQUIRE(r.Drain());  // the thread's unlinks before Stop, reported once
   REQUIRE_FALSE(r.Drain());
   r.Stop();  // twice is fine
 }
