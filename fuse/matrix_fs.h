@@ -368,8 +368,9 @@ class MatrixFs {
   // The object of an inode whose deletion has committed: queued for the
   // reaper (fuse/object_reaper.h), or unlinked now while the guard is full.
   void RemoveDeletedObject(uint64_t ino);
-  // Waits for the reaper's queue and rereads the free space; true if
-  // anything was queued (no stripe may be held).
+  // Waits for the reaper's queue and for Freed after it (which rereads the
+  // free space); true if the reaper unlinked anything since the last call
+  // (no stripe may be held).
   bool ReapObjects();
   // Removes an object created by an uncommitted Txn (and the Node's handle
   // on it); caller holds ino's stripe.

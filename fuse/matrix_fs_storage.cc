@@ -59,9 +59,8 @@ void MatrixFs::RemoveDeletedObject(uint64_t ino) {
 }
 
 bool MatrixFs::ReapObjects() {
-  if (reaper_ == nullptr || !reaper_->Drain()) return false;
-  space_.Refresh();
-  return true;
+  // Drain returns after the reaper's on_idle (Freed) has reread the space.
+  return reaper_ != nullptr && reaper_->Drain();
 }
 
 void MatrixFs::DropNewObject(uint64_t ino) {

@@ -18,7 +18,6 @@ void ObjectReaper::Add(std::string path) {
     if (!stop_) {
       queue_.push_back(std::move(path));
       ++added_;
-      pending_.fetch_add(1, std::memory_order_relaxed);
       work_cv_.notify_one();
       return;
     }
@@ -33,6 +32,16 @@ bool ObjectReaper::Drain() {
   const bool unlinked = settled_ > drained_;
   drained_ = settled_;
   return unlinked;
+}
+
+uint64_t ObjectReaper::Pending() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return added_ - done_;
+}
+
+uint64_t ObjectReaper::Reaped() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return done_;
 }
 
 void ObjectReaper::Stop() {
@@ -54,8 +63,6 @@ void ObjectReaper::Run() {
       queue_.pop_front();
       l.unlock();
       ::unlink(path.c_str());
-      reaped_.fetch_add(1, std::memory_order_relaxed);
-      pending_.fetch_sub(1, std::memory_order_relaxed);
       l.lock();
       ++done_;
     }

@@ -25,7 +25,6 @@
 // Stop (or the destructor) from one thread, after the last Add.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -55,24 +54,22 @@ class ObjectReaper {
   void Stop();
 
   // Paths queued and not yet unlinked, and paths unlinked by the thread.
-  uint64_t Pending() const { return pending_.load(std::memory_order_relaxed); }
-  uint64_t Reaped() const { return reaped_.load(std::memory_order_relaxed); }
+  uint64_t Pending() const;
+  uint64_t Reaped() const;
 
  private:
   void Run();
 
   const std::function<void()> on_idle_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable work_cv_;  // the thread waits for paths or stop_
-  std::condition_variable idle_cv_;  // Drain waits for done_ to reach its ticket
+  std::condition_variable idle_cv_;  // Drain waits for settled_ to reach its ticket
   std::deque<std::string> queue_;    // guarded by mu_
   uint64_t added_ = 0;               // guarded by mu_: paths ever queued
   uint64_t done_ = 0;                // guarded by mu_: of those, unlinked
   uint64_t settled_ = 0;             // guarded by mu_: done_ when on_idle last returned
   uint64_t drained_ = 0;             // guarded by mu_: settled_ at the last Drain
   bool stop_ = false;                // guarded by mu_
-  std::atomic<uint64_t> pending_{0};
-  std::atomic<uint64_t> reaped_{0};
   std::thread thread_;
 };
 
