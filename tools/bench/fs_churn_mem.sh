@@ -18,7 +18,11 @@
 #   --out       where mem.csv (t_s,round,rss_mb,anon_mb,inode_table,
 #               malloc_in_use_mb,malloc_free_mb,malloc_mmap_mb,trims,trim_ms),
 #               rounds.csv (round,tar_s,rm_s,at_s,rm_requests_per_entry,
-#               ext4_tar_s,ext4_rm_s; the ext4 columns empty in other rounds)
+#               ext4_tar_s,ext4_rm_s,rows_at_rm,flushes_in_rm,columns_in_rm,
+#               switches_in_rm; the ext4 columns empty in other rounds; the
+#               last four: the container's rows when rm -rf starts, and the
+#               flushes, column compactions and receiver switches while it
+#               runs, so that a slow round can be told from a slow disk)
 #               and, with gnuplot, mem.png go (the work directory)
 #   --ext4_every  compare with the work directory's filesystem every N
 #               rounds, from round 1 (5; 0: never)
@@ -56,10 +60,17 @@ for _ in $(seq 1 300); do mountpoint -q "$work/mnt" && break; kill -0 "$pid" || 
 mountpoint -q "$work/mnt" || { echo "fs_churn_mem.sh: the daemon did not mount; its log:" >&2; cat "$work/daemon.log" >&2; exit 1; }
 echo "t_s,round,rss_mb,anon_mb,inode_table,malloc_in_use_mb,malloc_free_mb,malloc_mmap_mb,trims,trim_ms" >"$out/mem.csv"
 echo "fs_churn_mem.sh: start, load: $(uptime)"
-echo "round,tar_s,rm_s,at_s,rm_requests_per_entry,ext4_tar_s,ext4_rm_s" >"$out/rounds.csv"
+cols=round,tar_s,rm_s,at_s,rm_requests_per_entry,ext4_tar_s,ext4_rm_s,rows_at_rm,flushes_in_rm,columns_in_rm,switches_in_rm
+echo "$cols" >"$out/rounds.csv"
 entries=$(tar -tf "$work/inc.tar" | wc -l)
 # The sum of the per-opcode counts on the requests line of .matrixfs/stats.
 requests() { awk '/^requests / {n = 0; for (i = 2; i <= NF; i++) {split($i, kv, "="); n += kv[2]} print n}' "$work/mnt/.matrixfs/stats"; }
+# The engine's counters: container rows, flushes, column compactions, switches.
+engine() {
+  { cat "$work/mnt/.matrixfs/container" "$work/mnt/.matrixfs/stats"; } |
+    awk '$1 == "rows" {r = $2} $1 == "flushes" {f = $2} $1 == "column.compactions" {c = $2} $1 == "switches" {s = $2}
+         END {print r + 0, f + 0, c + 0, s + 0}'
+}
 t0=$(date +%s)
 echo 0 >"$work/round"
 (while kill -0 "$pid" 2>/dev/null; do
@@ -78,8 +89,8 @@ now() { date +%s.%N; }
 while [ $(($(date +%s) - t0)) -lt "$duration" ]; do
   r=$((r + 1))
   echo "$r" >"$work/round"
-  s=$(now); tar -C "$work/mnt" -xf "$work/inc.tar"; sync; q0=$(requests); m=$(now)
-  rm -rf "$work/mnt/include"; sync; e=$(now); q1=$(requests)
+  s=$(now); tar -C "$work/mnt" -xf "$work/inc.tar"; sync; q0=$(requests); read -r rows f0 c0 w0 < <(engine); m=$(now)
+  rm -rf "$work/mnt/include"; sync; e=$(now); q1=$(requests); read -r _ f1 c1 w1 < <(engine)
   xt= xr=
   if [ "$ext4_every" -gt 0 ] && [ $(((r - 1) % ext4_every)) -eq 0 ]; then
     xs=$(now); tar -C "$work/ext4" -xf "$work/inc.tar"; sync; xm=$(now)
@@ -89,8 +100,9 @@ while [ $(($(date +%s) - t0)) -lt "$duration" ]; do
   fi
   line=$(awk -v r=$r -v s="$s" -v m="$m" -v e="$e" -v a=$(($(date +%s) - t0)) -v q=$((q1 - q0)) -v n="$entries" \
     -v xt="$xt" -v xr="$xr" 'BEGIN {printf "%d,%.3f,%.3f,%d,%.2f,%s,%s", r, m - s, e - m, a, q / n, xt, xr}')
+  line="$line,$rows,$((f1 - f0)),$((c1 - c0)),$((w1 - w0))"
   echo "$line" >>"$out/rounds.csv"
-  echo "round $line (round,tar_s,rm_s,at_s,rm_requests_per_entry,ext4_tar_s,ext4_rm_s)"
+  echo "round $line ($cols)"
 done
 echo "fs_churn_mem.sh: end, load: $(uptime)"
 if command -v gnuplot >/dev/null; then
