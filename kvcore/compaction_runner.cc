@@ -1,6 +1,9 @@
 #include "kvcore/compaction_runner.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <thread>
 
 #include "base/lock_check.h"
@@ -31,36 +34,95 @@ FileOptions OutputFileOptions(const FileOptions& base) {
 // At most this many fdatasyncs of one merge's outputs wait at once.
 constexpr size_t kMaxConcurrentSyncs = 8;
 
-// Makes the finished outputs durable, all at once: up to kMaxConcurrentSyncs
-// threads sync them, so that their fdatasyncs wait together (the block layer
-// merges concurrent device cache flushes: n files cost about one flush wait,
-// not n; BENCHMARKS.md, issue 16 session 14), then closes them. Returns the
-// first failure.
-Status SyncAndClose(std::vector<std::unique_ptr<WritableFile>>* files) {
-  const size_t n = files->size();
-  const size_t nthreads = std::min(n, kMaxConcurrentSyncs);
-  std::vector<Status> results(n);
-  auto sync = [files, &results, n, nthreads](size_t first) {
-    for (size_t i = first; i < n; i += nthreads) results[i] = (*files)[i]->Sync();
-  };
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < nthreads; t++) {
-    helpers.emplace_back([&sync, t] {
-      SetThreadName("mxfs-outsync");
-      sync(t);
-    });
+// Makes a merge's outputs durable while it runs: each finished output's
+// fdatasync starts at once on one of up to kMaxConcurrentSyncs threads
+// (mxfs-outsync), so that the merge goes on computing while the disk
+// flushes, and Finish waits only for the last outputs and the directory
+// sync that joins them. Syncs waiting together cost about one device flush
+// (the block layer merges concurrent cache flushes; BENCHMARKS.md, issue 16
+// session 14).
+//
+// Thread-safety: Add, AddDirSync and Finish from the merging thread only.
+class OutputSyncer {
+ public:
+  OutputSyncer() = default;
+  OutputSyncer(const OutputSyncer&) = delete;
+  OutputSyncer& operator=(const OutputSyncer&) = delete;
+  // Waits for the syncs still running and closes every file (after a
+  // failure: the caller removes the files).
+  ~OutputSyncer() { Finish().IgnoreError(); }
+
+  // Starts syncing f (written and flushed); Finish closes it.
+  void Add(std::unique_ptr<WritableFile> f) {
+    WritableFile* file = f.get();
+    std::lock_guard<std::mutex> g(mu_);
+    files_.push_back(std::move(f));
+    Queue([file] { return file->Sync(); });
   }
-  sync(0);
-  for (std::thread& t : helpers) t.join();
-  Status s;
-  for (size_t i = 0; i < files->size(); i++) {
-    Status cs = (*files)[i]->Close();
-    if (s.ok() && !results[i].ok()) s = std::move(results[i]);
-    if (s.ok()) s = std::move(cs);
+  // Starts syncing dir (after every output's creation).
+  void AddDirSync(FileSystem* fs, std::string dir) {
+    std::lock_guard<std::mutex> g(mu_);
+    Queue([fs, dir = std::move(dir)] { return fs->SyncDir(dir); });
   }
-  files->clear();
-  return s;
-}
+  // Waits for every sync, closes the files and returns the first failure.
+  [[nodiscard]] Status Finish() {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      done_ = true;
+      cv_.notify_all();
+    }
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+    Status s = std::move(first_error_);
+    first_error_ = Status::OK();
+    for (auto& f : files_) {
+      Status cs = f->Close();
+      if (s.ok()) s = std::move(cs);
+    }
+    files_.clear();
+    done_ = false;
+    return s;
+  }
+
+ private:
+  // mu_ held.
+  void Queue(std::function<Status()> job) {
+    queue_.push_back(std::move(job));
+    if (idle_ > 0) {
+      cv_.notify_one();
+    } else if (threads_.size() < kMaxConcurrentSyncs) {
+      threads_.emplace_back([this] { Run(); });
+    }
+  }
+  void Run() {
+    SetThreadName("mxfs-outsync");
+    std::unique_lock<std::mutex> l(mu_);
+    while (true) {
+      if (queue_.empty()) {
+        if (done_) return;
+        idle_++;
+        cv_.wait(l, [this] { return done_ || !queue_.empty(); });
+        idle_--;
+        continue;
+      }
+      std::function<Status()> job = std::move(queue_.front());
+      queue_.pop_front();
+      l.unlock();
+      Status s = job();
+      l.lock();
+      if (first_error_.ok() && !s.ok()) first_error_ = std::move(s);
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<Status()>> queue_;  // mu_
+  size_t idle_ = 0;                             // mu_: threads waiting for a job
+  bool done_ = false;                           // mu_: Finish is waiting
+  Status first_error_;                          // mu_
+  std::vector<std::thread> threads_;            // the merging thread's
+  std::vector<std::unique_ptr<WritableFile>> files_;
+};
 
 }  // namespace
 
@@ -109,6 +171,7 @@ void CompactionOutput::Append(CompactionOutput&& o) {
     garbage[number].bytes += g.bytes;
   }
   blob_bytes_relocated += o.blob_bytes_relocated;
+  dir_synced = dir_synced && o.dir_synced;
 }
 
 Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0, SequenceNumber smallest_snapshot,
@@ -140,16 +203,18 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
     const uint64_t number = versions_->NewFileNumber();
     pending_outputs_->insert(number);
     numbers->push_back(number);
+    result->dir_synced = false;  // until the syncer's directory sync
     return number;
   };
-  // Finished outputs, written but not yet synced: Merge syncs them together
-  // before it returns (SyncAndClose), and Install writes the MANIFEST edit
+  // Finished outputs start syncing at once; Merge waits for them (and the
+  // directory sync) before it returns, and Install writes the MANIFEST edit
   // naming them only after that.
-  std::vector<std::unique_ptr<WritableFile>> unsynced;
+  OutputSyncer syncer;
   auto finish_output = [&]() -> Status {
     Status s = out.builder->Finish();
-    if (s.ok()) s = out.file->Flush();  // readable below (FindTable); synced at the end
-    unsynced.push_back(std::move(out.file));
+    if (s.ok()) s = out.file->Flush();  // readable below (FindTable)
+    if (s.ok()) syncer.Add(std::move(out.file));
+    else out.file->Close().IgnoreError();  // removed by the caller
     out.meta.file_size = out.builder->FileSize();
     out.meta.blob_refs.assign(out_refs.begin(), out_refs.end());
     out.meta.blob_refs_known = true;
@@ -169,7 +234,8 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
   // Merge returns).
   auto finish_blob = [&]() -> Status {
     Status s = blob.builder->Finish();  // flushes to the file
-    unsynced.push_back(std::move(blob.file));
+    if (s.ok()) syncer.Add(std::move(blob.file));
+    else blob.file->Close().IgnoreError();  // removed by the caller
     blob.meta.file_size = blob.builder->FileSize();
     blob.meta.records = blob.builder->num_records();
     blob.meta.record_bytes = blob.builder->record_bytes();
@@ -304,12 +370,13 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
   if (s.ok()) s = input->status();
   if (s.ok() && blob.builder) s = finish_blob();
   if (s.ok() && open) s = finish_output();
-  if (s.ok() && !unsynced.empty()) {
+  if (s.ok() && !result->dir_synced) {
     MXFS_KILL_POINT("kvcore.compaction.before_output_sync");  // outputs complete, maybe not durable
-    s = SyncAndClose(&unsynced);
+    syncer.AddDirSync(ctx_->fs, ctx_->dbname);  // every output's entry exists now
+    s = syncer.Finish();
+    if (s.ok()) result->dir_synced = true;
     if (s.ok() && !result->blobs.empty()) MXFS_KILL_POINT("kvcore.blob.after_sync");  // named by no MANIFEST edit yet
   }
-  for (auto& f : unsynced) f->Close().IgnoreError();  // after a failure: the files are removed by the caller
   if (open) {
     out.builder->Abandon();
     out.builder.reset();
@@ -341,6 +408,7 @@ Status CompactionRunner::Install(Compaction* c, std::unique_lock<std::mutex>& l,
     for (const auto& f : out.tables) c->edit()->AddFile(c->output_level(), f);
     for (const auto& b : out.blobs) c->edit()->AddBlobFile(b);
     for (const auto& [number, g] : out.garbage) c->edit()->AddBlobGarbage(number, g);
+    c->edit()->set_new_files_dir_synced(out.dir_synced);
     if (from_level0) {
       l.unlock();
       MXFS_KILL_POINT("kvcore.column.before_manifest");

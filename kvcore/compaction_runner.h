@@ -55,6 +55,10 @@ struct CompactionOutput {
   std::vector<uint64_t> blob_numbers;
   std::map<uint64_t, BlobGarbage> garbage;
   uint64_t blob_bytes_relocated = 0;
+  // Every file named here has a durable directory entry (Merge syncs the
+  // directory with its outputs), so the MANIFEST edit naming them need not
+  // sync it again (VersionEdit::set_new_files_dir_synced).
+  bool dir_synced = true;
   // Appends o (the output of the next sub-range).
   void Append(CompactionOutput&& o);
 };

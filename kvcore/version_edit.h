@@ -104,6 +104,13 @@ class VersionEdit {
     sum.bytes += g.bytes;
   }
 
+  // Not persisted: the directory entries of the new files (tables and blob
+  // files) are already durable, so LogAndApply need not sync the directory
+  // before the record naming them (a compaction that synced the directory
+  // together with its outputs; CompactionRunner::Merge).
+  void set_new_files_dir_synced(bool synced) { new_files_dir_synced_ = synced; }
+  bool new_files_dir_synced() const { return new_files_dir_synced_; }
+
   void EncodeTo(std::string* dst) const;
   // Corruption naming the field and the byte offset where decoding failed.
   [[nodiscard]] Status DecodeFrom(const Slice& src);
@@ -131,6 +138,7 @@ class VersionEdit {
   std::vector<std::pair<int, FileMetaData>> new_files_;
   std::vector<BlobFileMeta> new_blob_files_;
   std::map<uint64_t, BlobGarbage> blob_garbage_;
+  bool new_files_dir_synced_ = false;
 };
 
 }  // namespace mxfs

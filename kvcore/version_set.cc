@@ -627,8 +627,9 @@ Status VersionSet::LogAndApply(VersionEdit* edit, std::unique_lock<std::mutex>& 
   LogWriter* writer = new_manifest ? fresh.get() : manifest_.get();
 
   lock.unlock();
-  if (s.ok() && (!edit->new_files().empty() || !edit->new_blob_files().empty())) {
-    // The new files' directory entries must be durable before the MANIFEST names them.
+  if (s.ok() && (!edit->new_files().empty() || !edit->new_blob_files().empty()) && !edit->new_files_dir_synced()) {
+    // The new files' directory entries must be durable before the MANIFEST
+    // names them (unless the caller synced the directory after creating them).
     s = ctx_->fs->SyncDir(ctx_->dbname);
   }
   if (s.ok()) s = writer->AddRecord(record, /*sync=*/true);

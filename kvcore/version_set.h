@@ -184,6 +184,8 @@ class VersionSet {
   // Writes edit to the MANIFEST (creating a new one holding a snapshot first
   // if needed) and installs the new Version. lock must hold the DB mutex; it
   // is released during I/O. On error the current Version is unchanged.
+  // The directory is synced before the record when the edit adds files,
+  // unless edit->new_files_dir_synced().
   [[nodiscard]] Status LogAndApply(VersionEdit* edit, std::unique_lock<std::mutex>& lock);
 
   // The current Version, held by the caller (see base/pinned.h).
