@@ -96,20 +96,105 @@ Level0CompactionStats ColumnCompactor::stats() const {
   return s;
 }
 
+// One column between its pick and its commit.
+struct ColumnCompactor::Column {
+  std::unique_ptr<Compaction> c;
+  CompactionOutput out;
+  CompactionRecord rec;
+  std::string lo_user;  // the column: [lo_user's first entry, hi)
+  std::string hi;       // an internal key
+  uint64_t column_bytes = 0;
+  uint64_t start_us = 0;
+  std::vector<uint64_t> l1_inputs;  // busy (L1Busy) until the commit
+  // Sub-range g merges subs[g]'s L1 tables with the column's keys from
+  // bounds[g] ("": from the compacted key) to bounds[g + 1]; no subs: one
+  // range, c's tables from bounds[0] to bounds[1].
+  std::vector<std::string> bounds;
+  std::vector<std::unique_ptr<Compaction>> subs;
+  bool parallel = false;  // merged as several sub-ranges
+  // No compactor entry at or after hi: the compactor becomes empty when
+  // this column commits (and the receiver may become the compactor).
+  bool last = false;
+};
+
+ColumnCompactor::~ColumnCompactor() = default;
+
 Status ColumnCompactor::CompactNext(CompactionHost* host, std::unique_lock<std::mutex>& l, bool* blocked) {
+  MXFS_ASSERT_HELD(*ctx_->mu);
+  *blocked = false;
+  // Column k+1 merges while column k commits (depth 1): k's hi is where
+  // k+1 starts. The loop ends when nothing is left after k, when k+1 must
+  // wait for a leveled compaction, or when the host wants the thread back.
+  std::string after;  // the committing column's hi
+  bool committing = false;
+  bool last = false;  // the committing column empties the compactor
+  Status s;
+  while (!last) {
+    std::unique_ptr<Column> col;
+    s = Pick(host, committing ? &after : nullptr, blocked, &col);
+    if (!s.ok() || col == nullptr) break;
+    s = MergeColumn(host, l, col.get());
+    if (committing) {
+      l.unlock();
+      MXFS_KILL_POINT("kvcore.column.pipelined");  // k+1's outputs written, k's commit anywhere
+      l.lock();
+      Status cs = WaitCommit(l);
+      committing = false;
+      if (s.ok()) s = std::move(cs);  // k failed: k+1 is abandoned
+    }
+    if (!s.ok()) {
+      Abandon(host, l, col.get(), s);
+      break;
+    }
+    after = col->hi;
+    last = col->last;  // its commit may switch: the next column starts afresh
+    StartCommit(host, std::move(col));
+    committing = true;
+    if (!host->L0MayContinue(l)) break;
+  }
+  if (committing) {
+    Status cs = WaitCommit(l);
+    if (s.ok()) s = std::move(cs);
+    // The wait released the DB mutex: the leveled compaction that blocked
+    // the next column may have ended meanwhile, and the caller waits for
+    // the next one to end. Let it ask again instead.
+    *blocked = false;
+  }
+  return s;
+}
+
+Status ColumnCompactor::Pick(CompactionHost* host, const std::string* after, bool* blocked,
+                             std::unique_ptr<Column>* out) {
   // The column is chosen with the DB mutex held, so that no leveled
   // compaction picks one of its L1 tables meanwhile (L1Busy); the container
   // calls below take only the container's own mutex.
   MXFS_ASSERT_HELD(*ctx_->mu);
-  *blocked = false;
   MatrixContainer* mc = nvm_->container();
   VersionSet* versions = host->versions();
-  CompactionRunner* runner = host->runner();
   const Comparator* ucmp = ctx_->icmp.user_comparator();
+  // The compactor's largest key: the last column ends just past it.
+  std::string largest;
+  {
+    auto cv = mc->Current();
+    for (const RowRef& r : cv->rows()) {
+      if (!r.compactor || r.start >= r.table->num_entries()) continue;
+      const Slice k = r.table->Key(r.table->num_entries() - 1);
+      if (largest.empty() || ctx_->icmp.Compare(k, largest) > 0) largest = k.ToString();
+    }
+  }
+  if (largest.empty()) return Status::OK();  // the compactor is empty
+  // From the committing column's end (the compactor holds entries after
+  // it: that column was not the last), else from the compacted key.
+  const Slice lo_bound = after != nullptr ? Slice(*after) : Slice();
+  std::string lo_user;
+  if (after != nullptr) {
+    lo_user = ExtractUserKey(*after).ToString();
+  } else {
+    auto lo = mc->CompactorSmallestKey();
+    if (!lo) return lo.error().IsNotFound() ? Status::OK() : lo.error();
+    lo_user = ExtractUserKey(*lo).ToString();
+  }
   const std::shared_ptr<Version> v = versions->current().shared();
-  auto lo = mc->CompactorSmallestKey();
-  if (!lo) return lo.error().IsNotFound() ? Status::OK() : lo.error();
-  const std::string lo_user = ExtractUserKey(*lo).ToString();
   const FileList& l1 = v->files(1);
   size_t first = 0;
   while (first < l1.size() && ucmp->Compare(l1[first]->largest.user_key(), lo_user) < 0) first++;
@@ -132,72 +217,76 @@ Status ColumnCompactor::CompactNext(CompactionHost* host, std::unique_lock<std::
   for (size_t j = first; j < l1.size(); j++) {
     if (ucmp->Compare(l1[j]->smallest.user_key(), lo_user) <= 0) continue;  // the column's first table
     std::string cand = SeekKey(l1[j]->smallest.user_key());
-    if (host->L1Busy(l1[j]->number) || mc->ColumnBytes(Slice(), cand) >= min_bytes) {
+    if (host->L1Busy(l1[j]->number) || mc->ColumnBytes(lo_bound, cand) >= min_bytes) {
       hi = std::move(cand);
       end = j;
       break;
     }
   }
-  if (hi.empty()) {
-    // The rest of the compactor: up to just past its largest user key.
-    std::string largest;
-    auto cv = mc->Current();
-    for (const RowRef& r : cv->rows()) {
-      if (!r.compactor || r.start >= r.table->num_entries()) continue;
-      const Slice k = r.table->Key(r.table->num_entries() - 1);
-      if (largest.empty() || ctx_->icmp.Compare(k, largest) > 0) largest = k.ToString();
-    }
-    hi = InternalKey(ExtractUserKey(largest), 0, static_cast<ValueType>(0)).Encode().ToString();
-  }
-  const uint64_t column_bytes = mc->ColumnBytes(Slice(), hi);
+  // Else the rest of the compactor: up to just past its largest user key.
+  if (hi.empty()) hi = InternalKey(ExtractUserKey(largest), 0, static_cast<ValueType>(0)).Encode().ToString();
+  auto col = std::make_unique<Column>();
+  col->lo_user = std::move(lo_user);
+  col->hi = std::move(hi);
+  col->column_bytes = mc->ColumnBytes(lo_bound, col->hi);
+  col->last = ctx_->icmp.Compare(largest, col->hi) < 0;
+  col->start_us = NowMicros();
   uint64_t l1_bytes = 0;
   for (const auto& f : l1) l1_bytes += f->file_size;
   const uint64_t max_output = ColumnOutputFileSize(l1_bytes, ctx_->options.target_file_size_base);
-  auto c = std::make_unique<Compaction>(ctx_, 0, v);
-  c->set_max_output_file_size(max_output);
-  std::vector<uint64_t> l1_inputs;
+  col->c = std::make_unique<Compaction>(ctx_, 0, v);
+  col->c->set_max_output_file_size(max_output);
   for (size_t k = first; k < end; k++) {
-    c->mutable_inputs(1)->push_back(l1[k]);
-    l1_inputs.push_back(l1[k]->number);
+    col->c->mutable_inputs(1)->push_back(l1[k]);
+    col->l1_inputs.push_back(l1[k]->number);
   }
-  host->SetL1Busy(l1_inputs, true);
+  host->SetL1Busy(col->l1_inputs, true);
   Level0State st;  // flushed_sequence 0: Level0::MergeState keeps the recorded one
-  st.compacted_key = hi;
-  c->edit()->SetLevel0State(st.Encode());
-
-  CompactionRecord rec;
-  const uint64_t start = NowMicros();
+  st.compacted_key = col->hi;
+  col->c->edit()->SetLevel0State(st.Encode());
+  col->bounds = {after != nullptr ? *after : std::string(), col->hi};
+  // Sub-ranges: the column's L1 tables [first, end) cut into nsub groups.
   const size_t ntables = end - first;
-  const size_t nsub = column_bytes >= 2 * floor_bytes
+  const size_t nsub = col->column_bytes >= 2 * floor_bytes
                           ? std::min<size_t>(ntables, static_cast<size_t>(ctx_->options.column_compaction_threads))
                           : 1;
+  for (size_t g = 0; g < nsub && nsub > 1; g++) {
+    const size_t b = first + g * ntables / nsub, e = first + (g + 1) * ntables / nsub;
+    if (g > 0) col->bounds.insert(col->bounds.end() - 1, SeekKey(l1[b]->smallest.user_key()));
+    col->subs.push_back(std::make_unique<Compaction>(ctx_, 0, v));
+    col->subs.back()->set_max_output_file_size(max_output);
+    for (size_t k = b; k < e; k++) col->subs.back()->mutable_inputs(1)->push_back(l1[k]);
+  }
+  *out = std::move(col);
+  return Status::OK();
+}
+
+Status ColumnCompactor::MergeColumn(CompactionHost* host, std::unique_lock<std::mutex>& l, Column* col) {
+  MXFS_ASSERT_HELD(*ctx_->mu);
+  MatrixContainer* mc = nvm_->container();
+  VersionSet* versions = host->versions();
+  CompactionRunner* runner = host->runner();
+  const SequenceNumber smallest_snapshot = host->OldestSnapshot();
+  runner->Describe(col->c.get(), &col->rec);
+  const std::vector<std::string>& bounds = col->bounds;
+  std::vector<std::unique_ptr<Compaction>> subs = std::move(col->subs);  // gone after the merge
+  l.unlock();
   Status s;
-  if (nsub <= 1) {
-    s = runner->Run(c.get(), l, host->OldestSnapshot(), &rec, mc->NewColumnRowIterators(Slice(), hi));
+  if (subs.empty()) {
+    std::vector<std::unique_ptr<Iterator>> iters = mc->NewColumnRowIterators(bounds[0], bounds[1]);
+    iters.push_back(versions->MakeInputIterator(col->c.get()));
+    std::unique_ptr<Iterator> input = NewMergingIterator(&ctx_->icmp, std::move(iters));
+    s = runner->Merge(col->c.get(), input.get(), true, smallest_snapshot, &col->out, /*wait_for_syncs=*/false);
   } else {
-    // Sub-range g covers the L1 tables [b, e) and the column's keys from
-    // bounds[g] ("": from the compacted key) to bounds[g + 1].
-    std::vector<std::string> bounds{std::string()};
-    std::vector<std::unique_ptr<Compaction>> subs;
-    for (size_t g = 0; g < nsub; g++) {
-      const size_t b = first + g * ntables / nsub, e = first + (g + 1) * ntables / nsub;
-      if (g > 0) bounds.push_back(SeekKey(l1[b]->smallest.user_key()));
-      subs.push_back(std::make_unique<Compaction>(ctx_, 0, v));
-      subs.back()->set_max_output_file_size(max_output);
-      for (size_t k = b; k < e; k++) subs.back()->mutable_inputs(1)->push_back(l1[k]);
-    }
-    bounds.push_back(hi);
-    const SequenceNumber smallest_snapshot = host->OldestSnapshot();
-    runner->Describe(c.get(), &rec);
+    const size_t nsub = subs.size();
     std::vector<CompactionOutput> outs(nsub);
     std::vector<Status> results(nsub);
     auto merge = [&](size_t g) {
       std::vector<std::unique_ptr<Iterator>> iters = mc->NewColumnRowIterators(bounds[g], bounds[g + 1]);
       iters.push_back(versions->MakeInputIterator(subs[g].get()));
       std::unique_ptr<Iterator> input = NewMergingIterator(&ctx_->icmp, std::move(iters));
-      results[g] = runner->Merge(subs[g].get(), input.get(), true, smallest_snapshot, &outs[g]);
+      results[g] = runner->Merge(subs[g].get(), input.get(), true, smallest_snapshot, &outs[g], false);
     };
-    l.unlock();
     std::vector<std::thread> helpers;
     for (size_t g = 1; g < nsub; g++) {
       helpers.emplace_back([this, &merge, g] {
@@ -208,44 +297,86 @@ Status ColumnCompactor::CompactNext(CompactionHost* host, std::unique_lock<std::
     }
     merge(0);
     for (std::thread& t : helpers) t.join();
-    CompactionOutput all;
     for (size_t g = 0; g < nsub; g++) {
       if (s.ok() && !results[g].ok()) s = results[g];
-      all.Append(std::move(outs[g]));  // sub-ranges ascend: so do the tables
+      col->out.Append(std::move(outs[g]));  // sub-ranges ascend: so do the tables
     }
     if (s.ok()) MXFS_KILL_POINT("kvcore.column.after_sub_merges");
-    l.lock();
-    s = runner->Install(c.get(), l, &rec, true, std::move(s), all);
-    if (s.ok()) stats_.parallel++;
+    col->parallel = true;
   }
-  host->SetL1Busy(l1_inputs, false);
+  l.lock();
+  return s;
+}
+
+void ColumnCompactor::Abandon(CompactionHost* host, std::unique_lock<std::mutex>& l, Column* col, const Status& s) {
+  MXFS_ASSERT_HELD(*ctx_->mu);
+  l.unlock();
+  col->out.FinishSyncs().IgnoreError();  // its files are removed below
+  l.lock();
+  host->runner()->Install(col->c.get(), l, &col->rec, true, s, col->out).IgnoreError();  // removes the outputs
+  host->SetL1Busy(col->l1_inputs, false);
+}
+
+void ColumnCompactor::StartCommit(CompactionHost* host, std::unique_ptr<Column> col) {
+  commit_thread_ = std::thread([this, host, col = std::move(col)]() mutable {
+    SetThreadName("mxfs-colcommit");
+    share_.Join();
+    {
+      std::unique_lock<std::mutex> l(*ctx_->mu);
+      commit_status_ = Commit(host, l, col.get());
+      col.reset();
+    }
+    share_.Leave();
+  });
+}
+
+Status ColumnCompactor::WaitCommit(std::unique_lock<std::mutex>& l) {
+  MXFS_ASSERT_HELD(*ctx_->mu);
+  l.unlock();
+  commit_thread_.join();
+  l.lock();
+  return std::exchange(commit_status_, Status::OK());
+}
+
+Status ColumnCompactor::Commit(CompactionHost* host, std::unique_lock<std::mutex>& l, Column* col) {
+  MXFS_ASSERT_HELD(*ctx_->mu);
+  MatrixContainer* mc = nvm_->container();
+  l.unlock();
+  Status s = col->out.FinishSyncs();
+  l.lock();
+  s = host->runner()->Install(col->c.get(), l, &col->rec, true, std::move(s), col->out);
+  col->c.reset();  // its input Version would keep the files it replaced alive through the sweep
+  host->SetL1Busy(col->l1_inputs, false);
   if (!s.ok()) return s;
+  if (col->parallel) stats_.parallel++;
+  CompactionRecord& rec = col->rec;
   stats_.bytes_written += rec.bytes_out;
   rec.kind = "column L0->L1";
-  rec.smallest = Slice(lo_user).ToEscaped();
-  rec.largest = ExtractUserKey(hi).ToEscaped();
-  rec.bytes_in += column_bytes;
+  rec.smallest = Slice(col->lo_user).ToEscaped();
+  rec.largest = ExtractUserKey(col->hi).ToEscaped();
+  rec.bytes_in += col->column_bytes;
   l.unlock();
   MXFS_KILL_POINT("kvcore.column.after_manifest");
   // L1 holds the column now (the MANIFEST says so): only now free its pages.
-  s = mc->MarkColumnCompacted(hi);
+  s = mc->MarkColumnCompacted(col->hi);
   MXFS_KILL_POINT("kvcore.column.after_free");
   UpdateShare();  // room came back (system calls: not under the DB mutex)
   l.lock();
   if (!s.ok()) return s.WithContext("freeing a compacted column of the matrix container");
-  versions->ReinstallCurrent();  // readers now see the container without the column
+  host->versions()->ReinstallCurrent();  // readers now see the container without the column
   const uint64_t end_us = NowMicros();
-  rec.micros = end_us - start;
+  rec.micros = end_us - col->start_us;
   // The drain rate for writer pacing: back-to-back columns count the gap
-  // between them too (choosing the next column is part of draining).
-  const uint64_t from =
-      last_column_end_us_ != 0 && start >= last_column_end_us_ && start - last_column_end_us_ < kBackToBackMicros
-          ? last_column_end_us_
-          : start;
-  pacer_->RecordDrain(column_bytes, end_us - from);
+  // between them too (choosing the next column is part of draining), and a
+  // column merged while the previous one committed counts from that
+  // commit's end (the interval between frees).
+  const uint64_t from = last_column_end_us_ != 0 && col->start_us < last_column_end_us_ + kBackToBackMicros
+                            ? last_column_end_us_
+                            : col->start_us;
+  pacer_->RecordDrain(col->column_bytes, end_us - from);
   last_column_end_us_ = end_us;
   stats_.compactions++;
-  stats_.bytes_read += column_bytes;
+  stats_.bytes_read += col->column_bytes;
   host->L0CompactionDone(std::move(rec), l);
   return Status::OK();
 }

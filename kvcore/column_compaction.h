@@ -41,21 +41,41 @@
 // column before it, or, if the column starts in it, the column waits for
 // that compaction (the time waited is column.blocked.micros).
 //
+// Columns are pipelined, depth 1: while column k commits on the
+// mxfs-colcommit thread (its outputs' syncs, started as each output was
+// finished, then its MANIFEST edit, MarkColumnCompacted, the new Version
+// and the pacer's drain rate), column k+1 merges on mxfs-colcomp. Column
+// k+1 starts at k's end explicitly (the container's compacted key moves
+// only when k's pages are freed), its L1 tables come from the Version
+// current at its pick and stay busy until its commit. At most one column
+// commits at a time, in column order: k+1 is handed over only after k's
+// commit ended; if that failed, k+1's outputs are removed and k's error
+// is CompactNext's. One CompactNext call runs columns back to back while
+// the host lets it (CompactionHost::L0MayContinue) and waits for the last
+// commit before it returns; when nothing is left after k's end it waits
+// for k's commit, which may switch the receiver to the compactor.
+//
 // After each column the drain rate (container bytes freed per second,
-// back-to-back columns counting the gap between them) goes to the
-// ContainerPacer that paces writers (container_level0.h).
+// back-to-back columns counting the gap between them, pipelined ones the
+// time between two commits) goes to the ContainerPacer that paces writers
+// (container_level0.h).
 //
 // Kill points: kvcore.column.{mid_merge,after_sub_merges,before_manifest,
-// after_manifest,after_free}.
+// after_manifest,after_free,pipelined} (pipelined: column k+1's outputs
+// are written while column k's commit may be anywhere).
 //
 // Thread-safety: CompactNext and stats with the DB mutex held, one
-// CompactNext at a time (the mxfs-colcomp thread); HasWork,
-// MakeAllCompactable and UpdateShare from any thread.
+// CompactNext at a time (the mxfs-colcomp thread; it joins the commit
+// thread before it returns); HasWork, MakeAllCompactable and UpdateShare
+// from any thread.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <string>
+#include <thread>
 
 #include "kvcore/background.h"
 #include "kvcore/level0.h"
@@ -98,6 +118,7 @@ class ColumnCompactor final : public Level0Compactor {
   // pacer (guarded by the DB mutex) learns each column's drain rate.
   ColumnCompactor(const DbContext* ctx, NvmBackend* nvm, ContainerPacer* pacer)
       : ctx_(ctx), nvm_(nvm), pacer_(pacer) {}
+  ~ColumnCompactor() override;
   ColumnCompactor(const ColumnCompactor&) = delete;
   ColumnCompactor& operator=(const ColumnCompactor&) = delete;
 
@@ -115,6 +136,24 @@ class ColumnCompactor final : public Level0Compactor {
   Level0CompactionStats stats() const override;
 
  private:
+  struct Column;
+  // DB mutex held throughout. Chooses the next column: from *after (the
+  // end of the column still committing) or, with after null, from the
+  // compactor's smallest key; its L1 tables become busy. *out stays null
+  // if there is nothing to do (or *blocked).
+  [[nodiscard]] Status Pick(CompactionHost* host, const std::string* after, bool* blocked,
+                            std::unique_ptr<Column>* out);
+  // Merges col (l released meanwhile); its outputs may still be syncing.
+  [[nodiscard]] Status MergeColumn(CompactionHost* host, std::unique_lock<std::mutex>& l, Column* col);
+  // Removes col's outputs after s (a failure) and releases its L1 tables.
+  void Abandon(CompactionHost* host, std::unique_lock<std::mutex>& l, Column* col, const Status& s);
+  // Commits col on the mxfs-colcommit thread: waits for its outputs'
+  // syncs, installs its MANIFEST edit, frees its pages and records it.
+  void StartCommit(CompactionHost* host, std::unique_ptr<Column> col);
+  // Waits for the commit StartCommit began; returns its status.
+  [[nodiscard]] Status WaitCommit(std::unique_lock<std::mutex>& l);
+  [[nodiscard]] Status Commit(CompactionHost* host, std::unique_lock<std::mutex>& l, Column* col);
+
   const DbContext* const ctx_;
   NvmBackend* const nvm_;
   ContainerPacer* const pacer_;
@@ -126,6 +165,10 @@ class ColumnCompactor final : public Level0Compactor {
   uint64_t last_column_end_us_ = 0;
   uint64_t blocked_since_us_ = 0;
   Level0CompactionStats stats_;
+  // The committing column's thread (joined by the mxfs-colcomp thread in
+  // WaitCommit, before CompactNext returns) and its result (DB mutex).
+  std::thread commit_thread_;
+  Status commit_status_;
 };
 
 }  // namespace mxfs

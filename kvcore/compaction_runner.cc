@@ -34,6 +34,8 @@ FileOptions OutputFileOptions(const FileOptions& base) {
 // At most this many fdatasyncs of one merge's outputs wait at once.
 constexpr size_t kMaxConcurrentSyncs = 8;
 
+}  // namespace
+
 // Makes a merge's outputs durable while it runs: each finished output's
 // fdatasync starts at once on one of up to kMaxConcurrentSyncs threads
 // (mxfs-outsync), so that the merge goes on computing while the disk
@@ -42,7 +44,8 @@ constexpr size_t kMaxConcurrentSyncs = 8;
 // (the block layer merges concurrent cache flushes; BENCHMARKS.md, issue 16
 // session 14).
 //
-// Thread-safety: Add, AddDirSync and Finish from the merging thread only.
+// Thread-safety: Add, AddDirSync and Finish from one thread at a time (the
+// merging thread, then whoever finishes a deferred merge's syncs).
 class OutputSyncer {
  public:
   OutputSyncer() = default;
@@ -124,7 +127,6 @@ class OutputSyncer {
   std::vector<std::unique_ptr<WritableFile>> files_;
 };
 
-}  // namespace
 
 Status CompactionRunner::Run(Compaction* c, std::unique_lock<std::mutex>& l, SequenceNumber smallest_snapshot,
                              CompactionRecord* rec, std::vector<std::unique_ptr<Iterator>> extra) {
@@ -161,6 +163,22 @@ void CompactionRunner::Describe(Compaction* c, CompactionRecord* rec) const {
   }
 }
 
+CompactionOutput::CompactionOutput() = default;
+CompactionOutput::~CompactionOutput() = default;
+CompactionOutput::CompactionOutput(CompactionOutput&&) noexcept = default;
+CompactionOutput& CompactionOutput::operator=(CompactionOutput&&) noexcept = default;
+
+Status CompactionOutput::FinishSyncs() {
+  Status s;
+  for (auto& syncer : syncs) {
+    Status fs = syncer->Finish();
+    if (s.ok()) s = std::move(fs);
+  }
+  syncs.clear();
+  if (s.ok() && !blobs.empty()) MXFS_KILL_POINT("kvcore.blob.after_sync");  // named by no MANIFEST edit yet
+  return s;
+}
+
 void CompactionOutput::Append(CompactionOutput&& o) {
   tables.insert(tables.end(), o.tables.begin(), o.tables.end());
   table_numbers.insert(table_numbers.end(), o.table_numbers.begin(), o.table_numbers.end());
@@ -172,10 +190,12 @@ void CompactionOutput::Append(CompactionOutput&& o) {
   }
   blob_bytes_relocated += o.blob_bytes_relocated;
   dir_synced = dir_synced && o.dir_synced;
+  for (auto& syncer : o.syncs) syncs.push_back(std::move(syncer));
+  o.syncs.clear();
 }
 
 Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0, SequenceNumber smallest_snapshot,
-                               CompactionOutput* result) {
+                               CompactionOutput* result, bool wait_for_syncs) {
   const Comparator* ucmp = ctx_->icmp.user_comparator();
   const uint64_t min_blob = ctx_->options.min_blob_size;
   // Blob files whose live values this compaction moves (garbage ratio reached).
@@ -209,11 +229,11 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
   // Finished outputs start syncing at once; Merge waits for them (and the
   // directory sync) before it returns, and Install writes the MANIFEST edit
   // naming them only after that.
-  OutputSyncer syncer;
+  auto syncer = std::make_unique<OutputSyncer>();
   auto finish_output = [&]() -> Status {
     Status s = out.builder->Finish();
     if (s.ok()) s = out.file->Flush();  // readable below (FindTable)
-    if (s.ok()) syncer.Add(std::move(out.file));
+    if (s.ok()) syncer->Add(std::move(out.file));
     else out.file->Close().IgnoreError();  // removed by the caller
     out.meta.file_size = out.builder->FileSize();
     out.meta.blob_refs.assign(out_refs.begin(), out_refs.end());
@@ -234,7 +254,7 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
   // Merge returns).
   auto finish_blob = [&]() -> Status {
     Status s = blob.builder->Finish();  // flushes to the file
-    if (s.ok()) syncer.Add(std::move(blob.file));
+    if (s.ok()) syncer->Add(std::move(blob.file));
     else blob.file->Close().IgnoreError();  // removed by the caller
     blob.meta.file_size = blob.builder->FileSize();
     blob.meta.records = blob.builder->num_records();
@@ -372,10 +392,10 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
   if (s.ok() && open) s = finish_output();
   if (s.ok() && !result->dir_synced) {
     MXFS_KILL_POINT("kvcore.compaction.before_output_sync");  // outputs complete, maybe not durable
-    syncer.AddDirSync(ctx_->fs, ctx_->dbname);  // every output's entry exists now
-    s = syncer.Finish();
-    if (s.ok()) result->dir_synced = true;
-    if (s.ok() && !result->blobs.empty()) MXFS_KILL_POINT("kvcore.blob.after_sync");  // named by no MANIFEST edit yet
+    syncer->AddDirSync(ctx_->fs, ctx_->dbname);  // every output's entry exists now
+    result->dir_synced = true;  // once the syncs finish
+    result->syncs.push_back(std::move(syncer));
+    if (wait_for_syncs) s = result->FinishSyncs();
   }
   if (open) {
     out.builder->Abandon();
@@ -394,6 +414,7 @@ Status CompactionRunner::Merge(Compaction* c, Iterator* input, bool from_level0,
 Status CompactionRunner::Install(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec,
                                  bool from_level0, Status s, const CompactionOutput& out) {
   MXFS_ASSERT_HELD(*mu_);
+  if (s.ok() && !out.syncs.empty()) s = Status::InvalidArgument("compaction outputs installed before their syncs finished");
   if (!s.ok()) {
     l.unlock();
     for (uint64_t n : out.table_numbers) ctx_->fs->RemoveFile(TableFileName(ctx_->dbname, n)).IgnoreError();  // may not exist

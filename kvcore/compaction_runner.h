@@ -6,6 +6,11 @@
 //             of a column) into new tables of its output level, dropping
 //             entries no snapshot can see, moving large values into blob
 //             files and relocating values out of blob files due for GC;
+//             each finished output starts its fdatasync at once on an
+//             mxfs-outsync thread, and the db directory's sync joins the
+//             last ones (so the MANIFEST edit skips its own); Merge waits
+//             for them, or leaves them running for the caller (a column
+//             compactor committing one column while it merges the next);
 //   Install:  one MANIFEST edit that deletes its inputs and adds the new
 //             tables and blob files (or, on failure, removes them).
 // Run does all three for one compaction; an L0 compactor that merges
@@ -46,9 +51,16 @@ struct CompactionRecord {
   uint64_t bytes_in = 0, bytes_out = 0, micros = 0;
 };
 
+class OutputSyncer;
+
 // What a merge wrote: tables, blob files (with every number used, so that a
 // failure can remove them) and the blob records it stopped referencing.
 struct CompactionOutput {
+  CompactionOutput();
+  ~CompactionOutput();  // waits for syncs still running (their files are closed)
+  CompactionOutput(CompactionOutput&&) noexcept;
+  CompactionOutput& operator=(CompactionOutput&&) noexcept;
+
   std::vector<FileMetaData> tables;
   std::vector<uint64_t> table_numbers;
   std::vector<BlobFileMeta> blobs;
@@ -59,6 +71,11 @@ struct CompactionOutput {
   // directory with its outputs), so the MANIFEST edit naming them need not
   // sync it again (VersionEdit::set_new_files_dir_synced).
   bool dir_synced = true;
+  // The syncs of the outputs (and the directory) a merge left running
+  // (Merge with wait_for_syncs false).
+  std::vector<std::unique_ptr<OutputSyncer>> syncs;
+  // Waits for syncs; returns the first failure.
+  [[nodiscard]] Status FinishSyncs();
   // Appends o (the output of the next sub-range).
   void Append(CompactionOutput&& o);
 };
@@ -91,11 +108,14 @@ class CompactionRunner {
   void Describe(Compaction* c, CompactionRecord* rec) const;
   // input into new tables of c's output level, appended to out; every file
   // number it used goes to out (also on failure). from_level0: an L0
-  // compaction (kill point kvcore.column.mid_merge).
+  // compaction (kill point kvcore.column.mid_merge). Each finished output
+  // starts syncing at once; the directory sync joins them at the end.
+  // wait_for_syncs: returns once they are done; else they may still run
+  // (out->syncs) and the caller calls out->FinishSyncs before Install.
   [[nodiscard]] Status Merge(Compaction* c, Iterator* input, bool from_level0, SequenceNumber smallest_snapshot,
-                             CompactionOutput* out);
-  // With s ok, one MANIFEST edit (c's) deletes c's inputs and adds out;
-  // else the files in out are removed. Returns the final status; on success
+                             CompactionOutput* out, bool wait_for_syncs = true);
+  // With s ok, one MANIFEST edit (c's) deletes c's inputs and adds out
+  // (whose syncs must be finished); else the files in out are removed. Returns the final status; on success
   // rec->bytes_out is what it wrote.
   [[nodiscard]] Status Install(Compaction* c, std::unique_lock<std::mutex>& l, CompactionRecord* rec,
                                bool from_level0, Status s, const CompactionOutput& out);

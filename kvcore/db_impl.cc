@@ -506,8 +506,15 @@ void DBImpl::SetL1Busy(const std::vector<uint64_t>& numbers, bool busy) {
 
 void DBImpl::L0CompactionDone(CompactionRecord rec, std::unique_lock<std::mutex>& l) {
   AddRecord(std::move(rec));
+  l0_done_++;  // a leveled compaction blocked on its L1 tables tries again
   bg_cv_.notify_all();
   DeleteObsoleteFiles(l);
+}
+
+bool DBImpl::L0MayContinue(std::unique_lock<std::mutex>& l) {
+  MXFS_ASSERT_HELD(mu_);
+  ExpireReaders(l);
+  return !shutting_down_ && bg_error_.ok() && manual_ == nullptr;
 }
 
 void DBImpl::DeleteObsoleteFiles(std::unique_lock<std::mutex>& l) {

@@ -167,6 +167,7 @@ class DBImpl final : public DB, private CompactionHost {
   bool L1Busy(uint64_t number) const override;
   void SetL1Busy(const std::vector<uint64_t>& numbers, bool busy) override;
   void L0CompactionDone(CompactionRecord rec, std::unique_lock<std::mutex>& l) override;
+  bool L0MayContinue(std::unique_lock<std::mutex>& l) override;
   void AddRecord(CompactionRecord rec);
 
   DbContext ctx_;

@@ -191,6 +191,11 @@ class CompactionHost {
   // "matrixkv.compactions", wakes waiting threads and deletes obsolete files
   // (releasing l meanwhile).
   virtual void L0CompactionDone(CompactionRecord rec, std::unique_lock<std::mutex>& l) = 0;
+  // Between two compactions of one CompactNext call (a pipeline of
+  // columns): true if the L0 compactor may go on without returning first
+  // (no shutdown, no background error, no manual compaction waiting for
+  // it). May release l meanwhile.
+  virtual bool L0MayContinue(std::unique_lock<std::mutex>& l) = 0;
 };
 
 }  // namespace mxfs

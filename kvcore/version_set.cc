@@ -627,9 +627,11 @@ Status VersionSet::LogAndApply(VersionEdit* edit, std::unique_lock<std::mutex>& 
   LogWriter* writer = new_manifest ? fresh.get() : manifest_.get();
 
   lock.unlock();
-  if (s.ok() && (!edit->new_files().empty() || !edit->new_blob_files().empty()) && !edit->new_files_dir_synced()) {
+  const bool adds_files = !edit->new_files().empty() || !edit->new_blob_files().empty();
+  if (s.ok() && adds_files && (new_manifest || !edit->new_files_dir_synced())) {
     // The new files' directory entries must be durable before the MANIFEST
-    // names them (unless the caller synced the directory after creating them).
+    // names them (unless the caller synced the directory after creating
+    // them and the MANIFEST is not new).
     s = ctx_->fs->SyncDir(ctx_->dbname);
   }
   if (s.ok()) s = writer->AddRecord(record, /*sync=*/true);

@@ -185,7 +185,7 @@ class VersionSet {
   // if needed) and installs the new Version. lock must hold the DB mutex; it
   // is released during I/O. On error the current Version is unchanged.
   // The directory is synced before the record when the edit adds files,
-  // unless edit->new_files_dir_synced().
+  // unless edit->new_files_dir_synced() (and the MANIFEST is not new).
   [[nodiscard]] Status LogAndApply(VersionEdit* edit, std::unique_lock<std::mutex>& lock);
 
   // The current Version, held by the caller (see base/pinned.h).

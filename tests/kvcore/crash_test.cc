@@ -208,7 +208,19 @@ TEST_CASE("Crash: dying at each persistence point of the PM path loses nothing a
                   "container.after_switch", "kvcore.column.mid_merge", "kvcore.compaction.before_output_sync",
                   "kvcore.column.before_manifest",
                   "kvcore.column.after_manifest", "column.before_commit", "column.before_free",
-                  "kvcore.column.after_free", "wal.mid_append"},
+                  "kvcore.column.after_free", "kvcore.column.pipelined", "wal.mid_append"},
+                 0);
+}
+
+TEST_CASE("Crash: dying while one column commits and the next merges loses nothing acknowledged", "[pm]") {
+  // Column k+1 merges while column k's outputs sync and its edit commits:
+  // the child dies with both in flight (kvcore.column.pipelined: k+1's
+  // outputs written, k's commit anywhere), and at each of k's commit points
+  // while k+1 may be merging.
+  RunCrashRounds(true,
+                 {"kvcore.column.pipelined", "kvcore.compaction.before_output_sync", "kvcore.column.before_manifest",
+                  "kvcore.column.after_manifest", "column.before_commit", "column.before_free",
+                  "column.after_unlink", "kvcore.column.after_free", "kvcore.column.pipelined"},
                  0);
 }
 
@@ -220,6 +232,6 @@ TEST_CASE("Crash: dying inside a column compaction split over parallel sub-range
   RunCrashRounds(true,
                  {"kvcore.column.mid_merge", "kvcore.compaction.before_output_sync", "kvcore.column.after_sub_merges",
                   "kvcore.column.before_manifest",
-                  "kvcore.column.after_manifest", "column.before_free"},
+                  "kvcore.column.after_manifest", "column.before_free", "kvcore.column.pipelined"},
                  0, 2);
 }

@@ -100,7 +100,7 @@ const char* const kPoolKillPoints[] = {
     "kvcore.column.mid_merge", "kvcore.column.before_manifest", "kvcore.column.after_manifest",
     "kvcore.column.after_free", "kvcore.blob.mid_file",     "kvcore.blob.after_sync",
     "kvcore.blob.gc_before_manifest", "kvcore.blob.gc_after_manifest", "kvcore.compaction.before_output_sync",
-    "fuse.fallocate.after_object", "fuse.hole.after_object",
+    "kvcore.column.pipelined", "fuse.fallocate.after_object", "fuse.hole.after_object",
 };
 const char* const kSsdKillPoints[] = {"kvcore.flush.before_manifest",      "kvcore.flush.after_manifest",
                                       "kvcore.compaction.before_manifest", "kvcore.compaction.after_manifest",
