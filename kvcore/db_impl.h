@@ -115,9 +115,6 @@ class DBImpl final : public DB, private CompactionHost {
   // The memtables as Level0's writer pacing sees them (mu_ held).
   MemTableLoad Load() const;
   WriteBatch* BuildBatchGroup(Writer** last_writer, bool* sync);
-  // The write path's lock of mu_ through l (not owned): spins before it
-  // sleeps (SpinThenLock) and counts the wait in stats_.
-  void LockForWrite(std::unique_lock<std::mutex>& l);
   // Writes the group at the front of writers_ (WAL, then memtable, without
   // mu_ in between) and sets *last_writer to its last member (mu_ held
   // through l).

@@ -46,9 +46,6 @@ std::string StatsText(const DbStats& s, const StatsInputs& in) {
   r += "stall.micros.write-pacing " + Num(s.stall_pacing_us) + "\n";
   r += "stall.count.write-pacing " + Num(s.pacing_waits) + "\n";
   r += "stall.micros.total " + Num(s.StallMicros()) + "\n";
-  r += "write.mutex.waits " + Num(s.write_mutex_waits) + "\n";
-  r += "write.mutex.sleeps " + Num(s.write_mutex_sleeps) + "\n";
-  r += "write.mutex.wait.micros " + Num(s.write_mutex_wait_us) + "\n";
   r += "nvm.flush.bytes.written " + Num(s.nvm_flush_bytes) + "\n";
   in.level0.AppendTo(&r);
   r += "readers.active " + Num(uint64_t{in.readers_active}) + "\n";

@@ -33,10 +33,6 @@ struct DbStats {
   uint64_t stall_slowdown_us = 0, stall_stop_us = 0, stall_memtable_us = 0, stall_container_us = 0;
   uint64_t stall_pacing_us = 0;
   uint64_t pacing_waits = 0;  // writes that waited for the pacing (each once)
-  // The write path's waits for the DB mutex (SpinThenLock, write_waiter.h):
-  // those of a microsecond or more, those that slept after the spin, and
-  // their time.
-  uint64_t write_mutex_waits = 0, write_mutex_sleeps = 0, write_mutex_wait_us = 0;
 
   uint64_t StallMicros() const {
     return stall_slowdown_us + stall_stop_us + stall_memtable_us + stall_container_us + stall_pacing_us;

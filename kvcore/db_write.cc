@@ -26,11 +26,6 @@ namespace {
 // Groups one leader writes before it hands over to the next writer.
 constexpr int kMaxGroupsLed = 8;
 
-// How long a writer spins for the DB mutex before it sleeps on it
-// (SpinThenLock, write_waiter.h): longer than most holds by the background
-// threads, short against a write's budget at the P99.9.
-constexpr auto kMutexSpin = std::chrono::microseconds(50);
-
 }  // namespace
 
 struct DBImpl::Writer {
@@ -78,14 +73,13 @@ Status DBImpl::WriteImpl(const WriteOptions& options, WriteBatch* batch) {
   Writer w;
   w.batch = batch;
   w.sync = options.sync;
-  std::unique_lock<std::mutex> l(mu_, std::defer_lock);
-  LockForWrite(l);
+  std::unique_lock<std::mutex> l(mu_);
   writers_.push_back(&w);
   if (writers_.size() > 1) {
     // A leader is at work: it writes our batch or makes us the next leader.
     l.unlock();
     if (w.waiter.Await() == WriteWaiter::kDone) return w.status;
-    LockForWrite(l);
+    l.lock();
   }
 
   // The leader. It writes the group at the front of the queue, then, while
@@ -128,7 +122,7 @@ Status DBImpl::WriteImpl(const WriteOptions& options, WriteBatch* batch) {
       if (next_leader != nullptr) next_leader->waiter.Set(WriteWaiter::kLeader);
       return own;
     }
-    LockForWrite(l);
+    l.lock();
   }
 }
 
@@ -176,7 +170,7 @@ Status DBImpl::WriteGroup(std::unique_lock<std::mutex>& l, Writer** last_writer)
   }
   bool log_error = !s.ok() && !not_written;
   if (s.ok()) s = WriteBatchInternal::InsertInto(*group, mem.get());
-  LockForWrite(l);
+  l.lock();
   if (not_written) {
     // Nothing was written; the sequence numbers were not used.
   } else if (log_error) {
@@ -194,14 +188,6 @@ Status DBImpl::WriteGroup(std::unique_lock<std::mutex>& l, Writer** last_writer)
   }
   if (group == &tmp_batch_) tmp_batch_.Clear();
   return s;
-}
-
-void DBImpl::LockForWrite(std::unique_lock<std::mutex>& l) {
-  const uint64_t waited = SpinThenLock(l, kMutexSpin);
-  if (waited == 0) return;
-  stats_.write_mutex_waits++;
-  if (waited >= static_cast<uint64_t>(kMutexSpin.count())) stats_.write_mutex_sleeps++;
-  stats_.write_mutex_wait_us += waited;
 }
 
 WriteBatch* DBImpl::BuildBatchGroup(Writer** last_writer, bool* sync) {

@@ -46,25 +46,6 @@ WriteWaiter::State WriteWaiter::Await() {
   return static_cast<State>(expected);
 }
 
-uint64_t SpinThenLock(std::unique_lock<std::mutex>& l, std::chrono::microseconds spin) {
-  if (l.try_lock()) return 0;
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + spin;
-  // try_lock every few pauses: each failed try takes the mutex's cache line
-  // from the holder.
-  for (int i = 1;; i++) {
-    CpuRelax();
-    if ((i & 7) != 0) continue;
-    if (l.try_lock()) break;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      l.lock();
-      break;
-    }
-  }
-  const auto waited = std::chrono::steady_clock::now() - start;
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(waited).count());
-}
-
 void WriteWaiter::Set(State s) {
   // Nothing of *this may be touched after the exchange (see the header).
   std::atomic<uint32_t>* word = &state_;

@@ -19,14 +19,10 @@
 //
 // Thread-safety: one thread calls Await, one other thread calls Set once;
 // everything written before Set is visible after Await returns.
-//
-// SpinThenLock, below, is the write path's way to take the DB mutex.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <mutex>
 
 namespace mxfs {
 
@@ -42,20 +38,5 @@ class WriteWaiter {
   static constexpr uint32_t kSleeping = 3;  // kWaiting, and the waiter is asleep on the futex
   std::atomic<uint32_t> state_{kWaiting};
 };
-
-// Locks l's mutex (l must not own it), first spinning on try_lock for up
-// to `spin`, then sleeping on it. Returns the microseconds it waited: 0 if
-// the mutex was free.
-//
-// Why: a writer that finds the DB mutex held by a background thread (a
-// flush or a compaction installing its result, column compaction choosing
-// its column) slept on it, and its wake-up after the unlock (a futex wake,
-// on a virtual machine often an idle vCPU to wake) came tens of
-// microseconds after a hold that was mostly shorter: 160-210 writes per
-// million-key fill waited 60 us or more for the mutex, 96-113 with a 50 us
-// spin (BENCHMARKS.md, issue 16 session 15, helper tail). Spinning while
-// the holder runs on the other CPU takes the mutex as soon as it is free;
-// a longer hold still sleeps.
-uint64_t SpinThenLock(std::unique_lock<std::mutex>& l, std::chrono::microseconds spin);
 
 }  // namespace mxfs

@@ -148,9 +148,6 @@ TEST_CASE("DB: flush and compaction move data down the tree and keep it readable
   const std::string stats = Prop(db.get(), "matrixkv.stats");
   CHECK(stats.find("background.error none") != std::string::npos);
   CHECK(stats.find("stall.micros.memtable-full") != std::string::npos);
-  CHECK(stats.find("write.mutex.waits ") != std::string::npos);
-  CHECK(stats.find("write.mutex.sleeps ") != std::string::npos);
-  CHECK(stats.find("write.mutex.wait.micros ") != std::string::npos);
   CHECK(Prop(db.get(), "matrixkv.compactions").find("manual L") != std::string::npos);
   CHECK(Prop(db.get(), "matrixkv.levels").find("L1") != std::string::npos);
   CHECK(Prop(db.get(), "matrixkv.no-such-thing") == "(none)");

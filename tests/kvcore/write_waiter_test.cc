@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <thread>
 
 #include "kvcore/write_waiter.h"
@@ -50,33 +49,4 @@ TEST_CASE("WriteWaiter: waiters on the stack that return at once survive a stale
   stop.store(true);
   setter.join();
   CHECK(done == 20000);
-}
-
-TEST_CASE("SpinThenLock: a free mutex is taken without a wait") {
-  std::mutex mu;
-  std::unique_lock<std::mutex> l(mu, std::defer_lock);
-  CHECK(SpinThenLock(l, std::chrono::microseconds(50)) == 0);
-  CHECK(l.owns_lock());
-}
-
-TEST_CASE("SpinThenLock: a held mutex is taken once released, after the spin or during it") {
-  for (const auto hold : {std::chrono::microseconds(0), std::chrono::microseconds(20000)}) {
-    std::mutex mu;
-    std::atomic<bool> held{false};
-    int payload = 0;
-    std::thread holder([&] {
-      std::lock_guard<std::mutex> g(mu);
-      held.store(true);
-      // 0: released within the spin; 20 ms: long past it, the locker sleeps.
-      std::this_thread::sleep_for(hold);
-      payload = 7;
-    });
-    while (!held.load()) std::this_thread::yield();
-    std::unique_lock<std::mutex> l(mu, std::defer_lock);
-    SpinThenLock(l, std::chrono::microseconds(50));
-    CHECK(l.owns_lock());
-    CHECK(payload == 7);  // written by the holder under the mutex
-    l.unlock();
-    holder.join();
-  }
 }
