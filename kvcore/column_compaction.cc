@@ -241,8 +241,9 @@ Status ColumnCompactor::Pick(CompactionHost* host, const std::string* after, boo
     col->l1_inputs.push_back(l1[k]->number);
   }
   host->SetL1Busy(col->l1_inputs, true);
-  Level0State st;  // flushed_sequence 0: Level0::MergeState keeps the recorded one
-  st.compacted_key = col->hi;
+  // Flushes log no MANIFEST edit: this column's edit records a flushed
+  // sequence at or above every row it can free (all are in the compactor now).
+  Level0State st{.flushed_sequence = mc->MaxRowSequence(), .compacted_key = col->hi};
   col->c->edit()->SetLevel0State(st.Encode());
   col->bounds = {after != nullptr ? *after : std::string(), col->hi};
   // Sub-ranges: the column's L1 tables [first, end) cut into nsub groups.

@@ -64,12 +64,20 @@ class ContainerLevel0 final : public Level0 {
     result->max_sequence = in.max_sequence;
     result->nvm_bytes = in.pm_bytes;
     result->bytes_written = 0;  // nothing on the SSD
-    // MergeState carries the compacted key over from the recorded state.
+    // Only the flushes at open log this edit (FlushCommitsItself: the
+    // running DB's flushes do not). MergeState carries the compacted key
+    // over from the recorded state.
     Level0State st;
     st.flushed_sequence = in.max_sequence;
     edit->SetLevel0State(st.Encode());
     return Status::OK();
   }
+
+  // The committed row is the flush's commit point: recovery takes the
+  // flushed sequence as max(the MANIFEST's, the newest live row's), and a
+  // column compaction, whose edit is synced before it frees any row, records
+  // the newest row's sequence at its pick (ARCHITECTURE.md, Durability).
+  bool FlushCommitsItself() const override { return true; }
 
   Status Get(const Version& v, const ReadOptions&, const LookupKey& key, std::string* value, bool* found,
              bool* deleted) override {

@@ -4,8 +4,9 @@
 // - Flush: a memtable becomes one receiver row; while the container is full
 //   the flush waits (without rebuilding its row) until column compaction
 //   has freed pages, and gives up when the DB closes or has failed
-//   (NvmBackend's flags). The MANIFEST records the flushed sequence
-//   (Level0State).
+//   (NvmBackend's flags). The committed row is the commit point: a flush
+//   writes no MANIFEST edit (FlushCommitsItself); each column compaction's
+//   edit records the flushed sequence of the rows it may free (Level0State).
 // - Reads go through the container version each Version pins (Pin).
 // - Compactions: its ColumnCompactor (column_compaction.h); PickCompaction
 //   returns nothing and NumRuns is 0, so the L0 slowdown and stop triggers

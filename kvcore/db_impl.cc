@@ -338,7 +338,15 @@ Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
   it.reset();
   if (s.ok()) MXFS_KILL_POINT("kvcore.flush.before_manifest");
   l.lock();
-  if (s.ok()) {
+  if (s.ok() && level0_->FlushCommitsItself()) {
+    // With a pool the committed row is durable and recovery finds it: no
+    // MANIFEST edit, so the flush thread never waits for the disk (whose
+    // syncs queue behind column compaction's writes). Its log number would
+    // say nothing (the PM WAL has no numbered logs; its records go by
+    // sequence below); the last sequence is recovered from the rows, the
+    // WAL and the column compactions' edits.
+    versions_->ReinstallCurrent();  // readers see the new row
+  } else if (s.ok()) {
     // The WAL of the next memtable is the oldest one still needed.
     edit.SetLogNumber(imms_.size() > 1 ? imms_[1]->log_number() : mem_->log_number());
     s = versions_->LogAndApply(&edit, l);
@@ -364,7 +372,12 @@ Status DBImpl::FlushOldestMemTable(std::unique_lock<std::mutex>& l) {
     l.lock();
   }
   bg_cv_.notify_all();
-  DeleteObsoleteFiles(l);
+  // With a pool a flush makes no file obsolete (its WAL is in PM), so the
+  // unlinks of what older Versions held (each may wait for a discard) stay
+  // off the thread the writers wait for: the compactions sweep after each
+  // job, WaitForIdle and Close at the end, and open removes what a crash
+  // left. On the SSD the sweep retires the WAL files this flush freed.
+  if (!level0_->FlushCommitsItself()) DeleteObsoleteFiles(l);
   return Status::OK();
 }
 

@@ -87,6 +87,11 @@ class Level0 {
   // records the new L0 state in edit. file_number is reserved for it.
   [[nodiscard]] virtual Status WriteMemTable(Iterator* iter, uint64_t file_number, VersionEdit* edit,
                                              FlushResult* result) = 0;
+  // True if WriteMemTable's result is durable and recoverable by itself, so
+  // that a flush needs no MANIFEST edit: the flush thread then only installs
+  // a Version that pins the new L0 state (no disk I/O). False: the flush's
+  // edit (new file, log number) must be logged before the WAL is released.
+  virtual bool FlushCommitsItself() const { return false; }
 
   // Point lookup in v's L0, newest data first. *found is set when an entry
   // for the user key is visible at the key's sequence: *deleted tells a
