@@ -24,13 +24,30 @@ using mxfs::testing::WriteLine;
 
 namespace {
 
-Options CrashOptions(const std::string& pool, int column_threads = 1) {
+// How a crash test's child writes and how its rounds follow each other.
+// The defaults keep each round's PM WAL traffic within one segment; large
+// values and memtables make the log wrap, so that flushes release whole
+// segments while the child writes on.
+struct Shape {
+  int column_threads = 1;              // Options.column_compaction_threads
+  size_t nvm_size = 8 << 20;           // the WAL gets a quarter, in segments of 1 MiB
+  size_t write_buffer_size = 8 << 10;  // flushes and compactions run while we kill
+  uint32_t value_filler = 200;         // each value: a tag, then [0, value_filler) bytes
+  uint32_t kill_window = 400;          // random kills after 40 + [0, kill_window) acknowledged writes
+  // The parent checks each round through a read-only open (as fsck -n
+  // does), which changes nothing, so the next round's child opens the
+  // state the kill left, not one a writable open recovered and closed; a
+  // writable open checks once more at the end.
+  bool chain = false;
+};
+
+Options CrashOptions(const std::string& pool, const Shape& shape = {}) {
   Options o;
-  o.column_compaction_threads = column_threads;
+  o.column_compaction_threads = shape.column_threads;
   o.nvm_path = pool;
-  o.nvm_size = 8 << 20;
+  o.nvm_size = shape.nvm_size;
   o.container_share = 0.1;  // the receiver switches early: column compactions run while we kill
-  o.write_buffer_size = 8 << 10;  // flushes and compactions run while we kill
+  o.write_buffer_size = shape.write_buffer_size;
   o.target_file_size_base = 4 << 10;
   o.max_bytes_for_level_base = 16 << 10;
   o.level0_file_num_compaction_trigger = 2;
@@ -42,10 +59,9 @@ Options CrashOptions(const std::string& pool, int column_threads = 1) {
 // The child: "I <key> <value|->" before a write, "A" after it is acknowledged.
 // kill_at: the kill point the child dies at (it gives up after max_writes).
 [[noreturn]] void ChildMain(const std::string& path, const std::string& pool, uint64_t seed, int fd,
-                            const std::string& kill_at = "", uint64_t max_writes = ~uint64_t{0},
-                            int column_threads = 1) {
+                            const std::string& kill_at, uint64_t max_writes, const Shape& shape) {
   if (!kill_at.empty()) ::setenv("MXFS_KILL_AT", kill_at.c_str(), 1);
-  auto db = DB::Open(CrashOptions(pool, column_threads), path);
+  auto db = DB::Open(CrashOptions(pool, shape), path);
   if (!db) {
     WriteLine(fd, "E " + db.error().ToString() + "\n");
     _exit(2);
@@ -56,7 +72,8 @@ Options CrashOptions(const std::string& pool, int column_threads = 1) {
   for (uint64_t n = 0; n < max_writes; n++) {
     const std::string key = "key" + std::to_string(rnd.Uniform(300));
     const bool del = rnd.OneIn(4);
-    const std::string value = "v" + std::to_string(seed) + "." + std::to_string(n) + std::string(rnd.Uniform(200), 'x');
+    const std::string value =
+        "v" + std::to_string(seed) + "." + std::to_string(n) + std::string(rnd.Uniform(shape.value_filler), 'x');
     WriteLine(fd, "I " + key + " " + (del ? std::string("-") : value) + "\n");
     Status s = del ? (*db)->Delete(wo, key) : (*db)->Put(wo, key, value);
     if (!s.ok()) {
@@ -76,14 +93,52 @@ Options CrashOptions(const std::string& pool, int column_threads = 1) {
   _exit(5);  // the kill point was never reached
 }
 
+using Model = std::map<std::string, std::optional<std::string>>;  // nullopt: deleted
+using Write = std::pair<std::string, std::optional<std::string>>;
+
+// Every acknowledged write of *model is in db, and nothing else: a scan
+// yields each live key once, in order, with its value. in_flight, the write
+// the child died in, may have landed; then *model takes it.
+void CheckModel(DB* db, Model* model, const std::optional<Write>& in_flight) {
+  for (const auto& [key, expect] : *model) {
+    std::string v;
+    Status s = db->Get(ReadOptions(), key, &v);
+    std::optional<std::string> got = s.ok() ? std::optional<std::string>(v) : std::nullopt;
+    REQUIRE((s.ok() || s.IsNotFound()));
+    if (in_flight && in_flight->first == key && got == in_flight->second) {
+      (*model)[key] = got;  // the unacknowledged write landed; that is allowed
+      continue;
+    }
+    INFO("key " << key);
+    REQUIRE(got == expect);
+  }
+  if (in_flight && !model->contains(in_flight->first)) {
+    std::string v;
+    Status s = db->Get(ReadOptions(), in_flight->first, &v);
+    if (s.ok()) (*model)[in_flight->first] = v;
+  }
+  // Nothing duplicated, nothing resurrected.
+  auto it = db->NewIterator(ReadOptions());
+  auto m = model->begin();
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    while (m != model->end() && !m->second) ++m;
+    REQUIRE(m != model->end());
+    REQUIRE(it->key().ToString() == m->first);
+    REQUIRE(it->value().ToString() == *m->second);
+    ++m;
+  }
+  REQUIRE(it->status().ok());
+  while (m != model->end() && !m->second) ++m;
+  REQUIRE(m == model->end());
+}
+
 // rounds: one per kill point when kill_points is given, else random kills.
-// column_threads: Options.column_compaction_threads of the child.
 void RunCrashRounds(bool use_pool, const std::vector<std::string>& kill_points, int random_rounds,
-                    int column_threads = 1) {
+                    const Shape& shape = {}) {
   TempDir dir;
   TempPool pool(use_pool);
   const std::string path = dir.Sub("db");
-  std::map<std::string, std::optional<std::string>> model;  // nullopt: deleted
+  Model model;
   Random rnd(2024);
   const int rounds = kill_points.empty() ? random_rounds : static_cast<int>(kill_points.size());
   for (int round = 0; round < rounds; round++) {
@@ -98,12 +153,12 @@ void RunCrashRounds(bool use_pool, const std::vector<std::string>& kill_points, 
       mxfs::testing::RunInFreshThread(
           [&] {
             ChildMain(path, pool.path(), 1000 + round, fds[1], kill_at, kill_at.empty() ? ~uint64_t{0} : 30000,
-                      column_threads);
+                      shape);
           });
       _exit(4);
     }
     ::close(fds[1]);
-    const uint64_t kill_after = 40 + rnd.Uniform(400);
+    const uint64_t kill_after = 40 + rnd.Uniform(shape.kill_window);
     uint64_t acks = 0;
     bool killed = false;
     std::string buf;
@@ -139,7 +194,7 @@ void RunCrashRounds(bool use_pool, const std::vector<std::string>& kill_points, 
 
     // Replay the child's report: acknowledged writes are certain; the one
     // in flight when it died may or may not have happened.
-    std::optional<std::pair<std::string, std::optional<std::string>>> in_flight;
+    std::optional<Write> in_flight;
     for (const std::string& line : lines) {
       INFO(line);
       REQUIRE(line[0] != 'E');
@@ -155,41 +210,18 @@ void RunCrashRounds(bool use_pool, const std::vector<std::string>& kill_points, 
       }
     }
 
-    auto db = DB::Open(CrashOptions(pool.path()), path);
+    Options reopen = CrashOptions(pool.path(), shape);
+    reopen.read_only = shape.chain;
+    auto db = DB::Open(reopen, path);
     if (!db) FAIL("reopen after kill: " << db.error().ToString());
-    for (const auto& [key, expect] : model) {
-      std::string v;
-      Status s = (*db)->Get(ReadOptions(), key, &v);
-      std::optional<std::string> got = s.ok() ? std::optional<std::string>(v) : std::nullopt;
-      REQUIRE((s.ok() || s.IsNotFound()));
-      if (in_flight && in_flight->first == key && got == in_flight->second) {
-        model[key] = got;  // the unacknowledged write landed; that is allowed
-        continue;
-      }
-      INFO("key " << key);
-      REQUIRE(got == expect);
-    }
-    if (in_flight && !model.contains(in_flight->first)) {
-      std::string v;
-      Status s = (*db)->Get(ReadOptions(), in_flight->first, &v);
-      if (s.ok()) model[in_flight->first] = v;
-    }
-    // Nothing duplicated, nothing resurrected: a scan yields each live key
-    // once, in order, with its value.
-    {
-      auto it = (*db)->NewIterator(ReadOptions());
-      auto m = model.begin();
-      for (it->SeekToFirst(); it->Valid(); it->Next()) {
-        while (m != model.end() && !m->second) ++m;
-        REQUIRE(m != model.end());
-        REQUIRE(it->key().ToString() == m->first);
-        REQUIRE(it->value().ToString() == *m->second);
-        ++m;
-      }
-      REQUIRE(it->status().ok());
-      while (m != model.end() && !m->second) ++m;
-      REQUIRE(m == model.end());
-    }
+    CheckModel(db->get(), &model, in_flight);
+    REQUIRE((*db)->Close().ok());
+  }
+  if (shape.chain) {
+    INFO("writable open after the last round");
+    auto db = DB::Open(CrashOptions(pool.path(), shape), path);
+    if (!db) FAIL("writable open after the last kill: " << db.error().ToString());
+    CheckModel(db->get(), &model, std::nullopt);
     REQUIRE((*db)->Close().ok());
   }
   CHECK(model.size() > 50);
@@ -234,7 +266,33 @@ TEST_CASE("Crash: dying inside a column compaction split over parallel sub-range
                  {"kvcore.column.mid_merge", "kvcore.compaction.before_output_sync", "kvcore.column.after_sub_merges",
                   "kvcore.column.before_manifest",
                   "kvcore.column.after_manifest", "column.before_free", "kvcore.column.pipelined"},
-                 0, 2);
+                 0, {.column_threads = 2});
+}
+
+TEST_CASE("Crash: a pool instance killed again before any clean reopen, its WAL wrapping, loses nothing acknowledged",
+          "[pm]") {
+  // Each child opens the state the previous kill left (the parent checks it
+  // through a read-only open, as fsck -n does, which writes nothing): a
+  // flush commits rows the MANIFEST never hears of, so the next open's last
+  // sequence, its replay and its flushes of the replayed memtables all rest
+  // on rows and a WAL left by a crash, and are themselves killed at the
+  // flush and column points. Values of up to 6 KiB and 1 MiB memtables
+  // make every memtable's records span PM WAL segments (8 of 1 MiB) and the
+  // log wrap: flushes release segments while the active memtable's records
+  // are in them, and a segment released too early loses what it held.
+  const Shape shape{.nvm_size = 32 << 20, .write_buffer_size = 1 << 20, .value_filler = 6000, .kill_window = 1500,
+                    .chain = true};
+  const bool random_kills = GENERATE(false, true);
+  if (random_kills) {
+    RunCrashRounds(true, {}, 8, shape);
+  } else {
+    RunCrashRounds(true,
+                   {"rowtable.mid_copy", "kvcore.flush.before_manifest", "kvcore.flush.after_manifest",
+                    "rowtable.before_commit", "kvcore.column.after_manifest", "column.before_free",
+                    "kvcore.flush.after_manifest", "kvcore.column.pipelined", "wal.mid_append", "rowtable.mid_copy",
+                    "kvcore.column.after_free"},
+                   0, shape);
+  }
 }
 
 namespace {
