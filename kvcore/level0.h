@@ -129,7 +129,8 @@ class Level0 {
   virtual uint64_t PaceDelayMicros(const MemTableLoad& /*load*/) const { return 0; }
   // A write group of `bytes` user bytes went into the active memtable.
   virtual void WriteGroupDone(uint64_t /*bytes*/, const MemTableLoad& /*load*/) {}
-  // A flush reached L0 (MANIFEST edit included) `micros` after it started.
+  // A flush reached L0 (its MANIFEST edit included, if it logs one) `micros`
+  // after it started.
   virtual void FlushDone(uint64_t /*micros*/) {}
   // True if the active memtable (of `bytes`, not empty) should be switched
   // before it is full, so that it still fits in L0 as one run.
