@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -308,6 +309,26 @@ uint64_t FileSize(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
+// Opens the DB with o in a forked child (on a fresh thread) and runs body
+// on it; the child dies with body's exit code without closing the DB, the
+// crash the caller then recovers from. Requires exit code 0.
+void DieAfter(const Options& o, const std::string& path, const std::function<int(DB*)>& body) {
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    mxfs::testing::RunInFreshThread([&] {
+      auto db = DB::Open(o, path);
+      if (!db) _exit(2);
+      _exit(body(db->get()));
+    });
+    _exit(4);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+}
+
 }  // namespace
 
 TEST_CASE("Crash: with a pool a flush commits its row without a MANIFEST edit and survives a crash", "[pm]") {
@@ -324,33 +345,22 @@ TEST_CASE("Crash: with a pool a flush commits its row without a MANIFEST edit an
     REQUIRE((*db)->Flush().ok());
     REQUIRE((*db)->Close().ok());
   }
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    mxfs::testing::RunInFreshThread([&] {
-      auto db = DB::Open(o, path);
-      if (!db) _exit(2);
-      const uint64_t manifest_size = FileSize(ManifestPath(path));  // with the open's edit (new log)
-      WriteOptions wo;
-      wo.sync = true;
-      for (int round = 0; round < 3; round++) {
-        for (int i = 0; i < 100; i++) {
-          if (!(*db)->Put(wo, "k" + std::to_string(i), "r" + std::to_string(round)).ok()) _exit(3);
-        }
-        if (!(*db)->Flush().ok()) _exit(3);
+  // The child dies without closing: the rows and the PM WAL are all there is.
+  DieAfter(o, path, [&](DB* db) {
+    const uint64_t manifest_size = FileSize(ManifestPath(path));  // with the open's edit (new log)
+    WriteOptions wo;
+    wo.sync = true;
+    for (int round = 0; round < 3; round++) {
+      for (int i = 0; i < 100; i++) {
+        if (!db->Put(wo, "k" + std::to_string(i), "r" + std::to_string(round)).ok()) return 3;
       }
-      // The rows serve reads, and the MANIFEST did not grow.
-      std::string v;
-      if (!(*db)->Get(ReadOptions(), "k7", &v).ok() || v != "r2") _exit(6);
-      if (FileSize(ManifestPath(path)) != manifest_size) _exit(7);
-      _exit(0);  // dies without closing: the rows and the PM WAL are all there is
-    });
-    _exit(4);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
+      if (!db->Flush().ok()) return 3;
+    }
+    // The rows serve reads, and the MANIFEST did not grow.
+    std::string v;
+    if (!db->Get(ReadOptions(), "k7", &v).ok() || v != "r2") return 6;
+    return FileSize(ManifestPath(path)) != manifest_size ? 7 : 0;
+  });
   auto db = DB::Open(o, path);
   REQUIRE(db);
   for (int i = 0; i < 100; i++) {
@@ -368,34 +378,23 @@ TEST_CASE("Crash: a pool whose rows column compaction freed recovers the flushed
   TempPool pool;
   const std::string path = dir.Sub("db");
   const Options o = CrashOptions(pool.path());
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    mxfs::testing::RunInFreshThread([&] {
-      auto db = DB::Open(o, path);
-      if (!db) _exit(2);
-      WriteOptions wo;
-      wo.sync = true;
-      for (int round = 0; round < 5; round++) {
-        for (int i = 0; i < 200; i++) {
-          const std::string key = "k" + std::to_string(i);
-          Status s = round == 3 && i % 3 == 0 ? (*db)->Delete(wo, key)
-                                              : (*db)->Put(wo, key, "r" + std::to_string(round) + std::string(50, 'x'));
-          if (!s.ok()) _exit(3);
-        }
+  DieAfter(o, path, [](DB* db) {
+    WriteOptions wo;
+    wo.sync = true;
+    for (int round = 0; round < 5; round++) {
+      for (int i = 0; i < 200; i++) {
+        const std::string key = "k" + std::to_string(i);
+        Status s = round == 3 && i % 3 == 0 ? db->Delete(wo, key)
+                                            : db->Put(wo, key, "r" + std::to_string(round) + std::string(50, 'x'));
+        if (!s.ok()) return 3;
       }
-      if (!(*db)->Flush().ok() || !(*db)->CompactRange(nullptr, nullptr).ok()) _exit(3);
-      for (int i = 0; i < 20; i++) {
-        if (!(*db)->Put(wo, "k" + std::to_string(i), "after").ok()) _exit(3);
-      }
-      _exit(0);  // no Close
-    });
-    _exit(4);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
+    }
+    if (!db->Flush().ok() || !db->CompactRange(nullptr, nullptr).ok()) return 3;
+    for (int i = 0; i < 20; i++) {
+      if (!db->Put(wo, "k" + std::to_string(i), "after").ok()) return 3;
+    }
+    return 0;
+  });
   const auto expect = [](int i) { return i < 20 ? std::string("after") : "r4" + std::string(50, 'x'); };
   for (int reopen = 0; reopen < 2; reopen++) {
     INFO("reopen " << reopen);
