@@ -271,23 +271,23 @@ Status ColumnCompactor::MergeColumn(CompactionHost* host, std::unique_lock<std::
   runner->Describe(col->c.get(), &col->rec);
   const std::vector<std::string>& bounds = col->bounds;
   std::vector<std::unique_ptr<Compaction>> subs = std::move(col->subs);  // gone after the merge
+  // Merges c's L1 tables with the column's keys in [lo, hi) into *out,
+  // leaving the outputs' syncs running for the commit.
+  auto merge_range = [&](Compaction* c, const std::string& lo, const std::string& hi, CompactionOutput* out) {
+    std::vector<std::unique_ptr<Iterator>> iters = mc->NewColumnRowIterators(lo, hi);
+    iters.push_back(versions->MakeInputIterator(c));
+    std::unique_ptr<Iterator> input = NewMergingIterator(&ctx_->icmp, std::move(iters));
+    return runner->Merge(c, input.get(), true, smallest_snapshot, out, /*wait_for_syncs=*/false);
+  };
   l.unlock();
   Status s;
   if (subs.empty()) {
-    std::vector<std::unique_ptr<Iterator>> iters = mc->NewColumnRowIterators(bounds[0], bounds[1]);
-    iters.push_back(versions->MakeInputIterator(col->c.get()));
-    std::unique_ptr<Iterator> input = NewMergingIterator(&ctx_->icmp, std::move(iters));
-    s = runner->Merge(col->c.get(), input.get(), true, smallest_snapshot, &col->out, /*wait_for_syncs=*/false);
+    s = merge_range(col->c.get(), bounds[0], bounds[1], &col->out);
   } else {
     const size_t nsub = subs.size();
     std::vector<CompactionOutput> outs(nsub);
     std::vector<Status> results(nsub);
-    auto merge = [&](size_t g) {
-      std::vector<std::unique_ptr<Iterator>> iters = mc->NewColumnRowIterators(bounds[g], bounds[g + 1]);
-      iters.push_back(versions->MakeInputIterator(subs[g].get()));
-      std::unique_ptr<Iterator> input = NewMergingIterator(&ctx_->icmp, std::move(iters));
-      results[g] = runner->Merge(subs[g].get(), input.get(), true, smallest_snapshot, &outs[g], false);
-    };
+    auto merge = [&](size_t g) { results[g] = merge_range(subs[g].get(), bounds[g], bounds[g + 1], &outs[g]); };
     std::vector<std::thread> helpers;
     for (size_t g = 1; g < nsub; g++) {
       helpers.emplace_back([this, &merge, g] {
